@@ -1,0 +1,116 @@
+# Build and test the book.  The two commands a reader needs:
+#   make book   set up .venv (first time only), build the website into _build/html
+#   make test   set up .venv (first time only), run the unit tests and re-run every chapter notebook (nbval)
+# Others:
+#   make execute        re-execute chapters/*.ipynb in place and store the outputs (the website shows them)
+#   make book EXECUTE=1 the same, then build
+#   make clean          remove _build
+# Every tool is called through .venv/bin; nothing needs `source activate`.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := book
+
+ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+# Without a GPU, torch's CPU wheel is installed before requirements.txt, so that `torch>=2.1` is already
+# satisfied and pip does not fetch a multi-GB CUDA build. Only the wheel comes from TORCH_CPU_INDEX (--no-deps);
+# torch's own dependencies (sympy, networkx, jinja2, ...) come with requirements.txt from the usual index, so
+# that pip does not look each of them up on TORCH_CPU_INDEX too (slow where that index is unreachable).
+TORCH_VERSION ?= 2.13.0
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+
+# The same flags for a reader's build and for CI's: warnings are errors, broken references are warnings.
+BOOK_FLAGS ?= -W -n --keep-going
+NOTEBOOK_TIMEOUT ?= 1800
+
+# Multi30k: use the shared copy beside the checkout when there is one and the caller did not choose;
+# otherwise lib/data.py downloads the files and verifies their checksums.
+ifeq ($(origin MULTI30K_DIR),undefined)
+  ifneq ($(wildcard $(ROOT)/../shared/data/multi30k/.),)
+    MULTI30K_DIR := $(abspath $(ROOT)/../shared/data/multi30k)
+  endif
+endif
+ifdef MULTI30K_DIR
+  export MULTI30K_DIR
+endif
+
+# Deterministic re-execution (hash order; cuBLAS reductions when a GPU is used).
+# JUPYTER_PREFER_ENV_PATH: the venv's kernel wins over a `python3` kernel in the user's ~/.local/share/jupyter.
+# Do not add MPLBACKEND=Agg: the kernel would then store figures as text ("<Figure size ...>"), not images.
+DETERMINISTIC_ENV := PYTHONHASHSEED=0 CUBLAS_WORKSPACE_CONFIG=:4096:8 JUPYTER_PREFER_ENV_PATH=1
+
+NOTEBOOKS = $(sort $(wildcard chapters/*.ipynb))
+
+.PHONY: book execute test env clean
+
+env: $(STAMP)
+
+# The kernel spec installed last names this venv's python by absolute path, so `make execute` never runs
+# the notebooks with another python.
+$(STAMP): requirements.txt pyproject.toml
+	@echo "== setting up $(VENV) =="
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	if ! $(BIN)/python -c "import torch" >/dev/null 2>&1; then \
+	  if command -v nvidia-smi >/dev/null 2>&1; then \
+	    $(BIN)/python -m pip install "torch>=2.1"; \
+	  else \
+	    $(BIN)/python -m pip install --no-deps "torch==$(TORCH_VERSION)" --index-url $(TORCH_CPU_INDEX); \
+	  fi; \
+	fi
+	$(BIN)/python -m pip install -r requirements.txt
+	$(BIN)/python -m pip install -e . --no-deps
+	$(BIN)/python -m pip check
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipykernel)"
+	touch $@
+
+book: $(STAMP) $(if $(filter 1 yes true,$(EXECUTE)),execute)
+	@start=$$SECONDS; \
+	$(BIN)/jupyter-book build . $(BOOK_FLAGS); \
+	echo "jupyter-book build: $$((SECONDS - start)) s"
+	@bad=$$(grep -rlE --include='*.html' '(<|&lt;)Figure size' _build/html || true); \
+	if [ -n "$$bad" ]; then \
+	  echo "ERROR: a matplotlib figure was rendered as text ('<Figure size ...>') instead of an image in:"; \
+	  echo "$$bad"; \
+	  echo "Usually the notebook ran with a non-inline matplotlib backend (MPLBACKEND=Agg, matplotlib.use(...));"; \
+	  echo "fix that, then re-run 'make execute'."; \
+	  exit 1; \
+	fi
+	@echo "Open $(ROOT)/_build/html/index.html"
+
+# `jupyter execute` (nbclient, which Jupyter Book already installs) runs each notebook in its own folder, like
+# nbconvert's ExecutePreprocessor, and stores outputs and widget state.
+execute: $(STAMP)
+	@if [ -z "$(NOTEBOOKS)" ]; then echo "no notebooks in chapters/: nothing to execute"; fi
+	@for nb in $(NOTEBOOKS); do \
+	  start=$$SECONDS; \
+	  echo "== executing $$nb =="; \
+	  $(DETERMINISTIC_ENV) $(BIN)/jupyter execute --inplace \
+	    --timeout=$(NOTEBOOK_TIMEOUT) --kernel_name=python3 "$$nb"; \
+	  echo "$$nb: $$((SECONDS - start)) s"; \
+	done
+
+# Both steps always run; the target fails if either fails.
+# pytest exits 5 when it collects nothing: for chapters/ that only means there are no notebooks yet.
+test: $(STAMP)
+	@status=0; \
+	echo "== unit tests: pytest tests =="; \
+	$(BIN)/python -m pytest tests || status=1; \
+	if [ -n "$(NOTEBOOKS)" ]; then \
+	  echo "== notebooks: pytest --nbval chapters/ =="; \
+	  rc=0; \
+	  $(DETERMINISTIC_ENV) $(BIN)/python -m pytest --nbval --nbval-current-env \
+	    --nbval-sanitize-with .nbval-sanitize.cfg chapters/ || rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "nbval: no cells collected"; elif [ $$rc -ne 0 ]; then status=1; fi; \
+	else \
+	  echo "== notebooks: no chapters/*.ipynb, nbval skipped =="; \
+	fi; \
+	exit $$status
+
+clean:
+	rm -rf _build

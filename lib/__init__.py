@@ -1,0 +1,1 @@
+"""Library for the executable book on attention and Transformers: one module per idea."""

@@ -1,0 +1,293 @@
+"""Scaled dot-product attention, multi-head attention and the two masks.
+
+Every attention module in the book calls :func:`scaled_dot_product_attention`, the single core that
+returns both the output and the attention weights.  Masks have one meaning everywhere in ``lib``:
+``True`` = this query may attend to this key; ``False`` = blocked (the weight becomes exactly 0).
+
+Source: Vaswani et al. (2017), "Attention Is All You Need", §3.2, Eq. (1) and §3.2.2.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+__all__ = [
+    "scaled_dot_product_attention",
+    "MultiHeadAttention",
+    "causal_mask",
+    "padding_mask",
+]
+
+
+def _check_mask(mask: Tensor, scores_shape: torch.Size) -> None:
+    if mask.dtype != torch.bool:
+        raise ValueError(f"mask must be a bool tensor (True = may attend), got dtype {mask.dtype}")
+    try:
+        shape = torch.broadcast_shapes(mask.shape, scores_shape)
+    except RuntimeError:
+        shape = None
+    if shape != scores_shape:
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} does not broadcast to the attention scores' shape "
+            f"{tuple(scores_shape)} = (batch, heads, seq_q, seq_k)"
+        )
+
+
+def scaled_dot_product_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+) -> tuple[Tensor, Tensor]:
+    """Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V, returning the output and the weights.
+
+    Args:
+        query: ``(batch, heads, seq_q, d_k)``. Any number of leading dimensions works, as long as
+            query, key and value agree on them.
+        key: ``(batch, heads, seq_k, d_k)``.
+        value: ``(batch, heads, seq_k, d_v)``.
+        mask: optional bool tensor broadcastable to ``(batch, heads, seq_q, seq_k)``;
+            ``True`` = may attend. Blocked keys get weight exactly 0. A query row with no allowed key
+            gets all-zero weights (and a zero output) instead of NaN.
+        dropout_p: dropout probability applied to the weights (use 0 at evaluation time).
+
+    Returns:
+        output: ``(batch, heads, seq_q, d_v)``.
+        weights: ``(batch, heads, seq_q, seq_k)``; non-negative, rows sum to 1 (before dropout).
+
+    Raises:
+        ValueError: query and key disagree on d_k; key and value disagree on seq_k; the mask is not
+            bool or does not broadcast to the scores' shape; dropout_p outside [0, 1].
+
+    Source: Vaswani et al. 2017, §3.2.1, Eq. (1).
+    """
+    if query.dim() < 2 or key.dim() < 2 or value.dim() < 2:
+        raise ValueError("query, key and value need at least 2 dimensions (..., seq, features)")
+    if query.size(-1) != key.size(-1):
+        raise ValueError(
+            f"query and key must have the same d_k (last dimension), got {query.size(-1)} and {key.size(-1)}"
+        )
+    if key.size(-2) != value.size(-2):
+        raise ValueError(
+            f"key and value must have the same length seq_k, got {key.size(-2)} and {value.size(-2)}"
+        )
+    if not 0.0 <= dropout_p <= 1.0:
+        raise ValueError(f"dropout_p must be in [0, 1], got {dropout_p}")
+
+    d_k = query.size(-1)
+    scores = query @ key.transpose(-2, -1) / math.sqrt(d_k)  # (batch, heads, seq_q, seq_k)
+    if mask is not None:
+        _check_mask(mask, scores.shape)
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        # exp(-inf) is already 0; this only turns rows with no allowed key from NaN into zeros.
+        weights = weights.masked_fill(~mask, 0.0)
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, p=dropout_p)
+    return weights @ value, weights
+
+
+def causal_mask(seq_len: int, device: torch.device | str | None = None) -> Tensor:
+    """Lower-triangular mask: position t may attend to positions 0..t, never to the future.
+
+    Args:
+        seq_len: number of positions (> 0).
+        device: where to create the mask.
+
+    Returns:
+        ``(seq_len, seq_len)`` bool tensor, ``True`` = may attend; broadcasts against
+        ``(batch, heads, seq_len, seq_len)``.
+
+    Raises:
+        ValueError: seq_len < 1.
+
+    Source: Vaswani et al. 2017, §3.2.3 ("masking out ... all values which correspond to illegal
+    connections").
+    """
+    if seq_len < 1:
+        raise ValueError(f"seq_len must be at least 1, got {seq_len}")
+    return torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()
+
+
+def padding_mask(
+    lengths_or_tokens: Tensor | list[int], pad_id: int | None = None, max_len: int | None = None
+) -> Tensor:
+    """Key mask that hides padding: ``True`` for real tokens, ``False`` for padding.
+
+    Args:
+        lengths_or_tokens: either token ids ``(batch, seq_len)`` (then ``pad_id`` is required) or
+            the true lengths ``(batch,)`` as a tensor or list of ints.
+        pad_id: the padding token id, when token ids are given.
+        max_len: with lengths: the padded length (default: the longest length).
+
+    Returns:
+        ``(batch, 1, 1, seq_len)`` bool tensor, ``True`` = may attend; broadcasts against the scores
+        ``(batch, heads, seq_q, seq_len)``.
+
+    Raises:
+        ValueError: token ids without ``pad_id``; lengths that are negative or exceed ``max_len``;
+            a tensor that is neither 1-D (lengths) nor 2-D (tokens).
+
+    Source: Vaswani et al. 2017, §3.2.3; padding masks as in Klein et al. 2017 (OpenNMT).
+    """
+    x = torch.as_tensor(lengths_or_tokens)
+    if x.dim() == 2:
+        if pad_id is None:
+            raise ValueError("padding_mask got token ids (batch, seq_len) but no pad_id")
+        keep = x != pad_id
+    elif x.dim() == 1:
+        if (x < 0).any():
+            raise ValueError(f"lengths must be non-negative, got {x.tolist()}")
+        longest = int(x.max()) if x.numel() else 0
+        max_len = longest if max_len is None else max_len
+        if longest > max_len:
+            raise ValueError(f"a length ({longest}) exceeds max_len ({max_len})")
+        keep = torch.arange(max_len, device=x.device)[None, :] < x[:, None]
+    else:
+        raise ValueError(
+            "padding_mask expects token ids (batch, seq_len) or lengths (batch,), "
+            f"got shape {tuple(x.shape)}"
+        )
+    return keep[:, None, None, :]
+
+
+@dataclass
+class KeyValue:
+    """Projected keys and values, split into heads: each ``(batch, heads, seq_k, d_k)``."""
+
+    key: Tensor
+    value: Tensor
+
+
+class MultiHeadAttention(nn.Module):
+    """MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O, head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V).
+
+    The h heads are computed at once: one ``d_model × d_model`` projection per Q, K, V whose output
+    is split into ``num_heads`` slices of ``d_k = d_model / num_heads`` features.
+
+    Args:
+        d_model: model width.
+        num_heads: number of heads h; must divide d_model.
+        dropout: dropout on the attention weights (training only).
+        bias: whether the four projections have biases.
+        fused: when True and no weights are requested, call torch's fused
+            ``F.scaled_dot_product_attention`` (same maths, faster, no weights returned).
+
+    Raises:
+        ValueError: d_model not divisible by num_heads; non-positive sizes.
+
+    Source: Vaswani et al. 2017, §3.2.2.
+    """
+
+    def __init__(
+        self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True, fused: bool = False
+    ) -> None:
+        super().__init__()
+        if d_model < 1 or num_heads < 1:
+            raise ValueError(f"d_model and num_heads must be positive, got {d_model} and {num_heads}")
+        if d_model % num_heads != 0:
+            raise ValueError(
+                f"d_model ({d_model}) must be divisible by num_heads ({num_heads}): "
+                f"each head gets d_k = d_model / num_heads features"
+            )
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.d_k = d_model // num_heads
+        self.dropout = dropout
+        self.fused = fused
+        self.w_q = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(d_model, d_model, bias=bias)
+        self.w_v = nn.Linear(d_model, d_model, bias=bias)
+        self.w_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def _check(self, x: Tensor, name: str) -> None:
+        if x.dim() != 3 or x.size(-1) != self.d_model:
+            raise ValueError(
+                f"{name} must have shape (batch, seq, d_model={self.d_model}), got {tuple(x.shape)}"
+            )
+
+    def split_heads(self, x: Tensor) -> Tensor:
+        """``(batch, seq, d_model)`` → ``(batch, heads, seq, d_k)``."""
+        batch, seq, _ = x.shape
+        return x.view(batch, seq, self.num_heads, self.d_k).transpose(1, 2)
+
+    def merge_heads(self, x: Tensor) -> Tensor:
+        """``(batch, heads, seq, d_k)`` → ``(batch, seq, d_model)`` (the Concat of the heads)."""
+        batch, _, seq, _ = x.shape
+        return x.transpose(1, 2).reshape(batch, seq, self.d_model)
+
+    def project_key_value(self, key: Tensor, value: Tensor) -> KeyValue:
+        """Project and split keys and values; reused across decoding steps (the key/value cache).
+
+        Args:
+            key: ``(batch, seq_k, d_model)``.
+            value: ``(batch, seq_k, d_model)``.
+
+        Returns:
+            :class:`KeyValue` with key and value of shape ``(batch, heads, seq_k, d_k)``.
+
+        Raises:
+            ValueError: wrong shapes, or key and value of different lengths.
+        """
+        self._check(key, "key")
+        self._check(value, "value")
+        if key.shape[:2] != value.shape[:2]:
+            raise ValueError(
+                f"key and value must have the same (batch, seq_k), got {tuple(key.shape[:2])} and "
+                f"{tuple(value.shape[:2])}"
+            )
+        return KeyValue(self.split_heads(self.w_k(key)), self.split_heads(self.w_v(value)))
+
+    def attend(
+        self, query: Tensor, kv: KeyValue, mask: Tensor | None = None, need_weights: bool = True
+    ) -> tuple[Tensor, Tensor | None]:
+        """Attend from ``query (batch, seq_q, d_model)`` to already projected keys and values.
+
+        Returns ``(output (batch, seq_q, d_model), weights (batch, heads, seq_q, seq_k) or None)``.
+        """
+        self._check(query, "query")
+        q = self.split_heads(self.w_q(query))  # (batch, heads, seq_q, d_k)
+        p = self.dropout if self.training else 0.0
+        if self.fused and not need_weights:
+            if mask is not None:
+                _check_mask(mask, torch.Size((*q.shape[:-1], kv.key.size(-2))))
+            out = F.scaled_dot_product_attention(q, kv.key, kv.value, attn_mask=mask, dropout_p=p)
+            weights = None
+        else:
+            out, weights = scaled_dot_product_attention(q, kv.key, kv.value, mask, dropout_p=p)
+        return self.w_o(self.merge_heads(out)), weights
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        mask: Tensor | None = None,
+        need_weights: bool = True,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Multi-head attention of ``query`` over ``key``/``value``.
+
+        Args:
+            query: ``(batch, seq_q, d_model)``.
+            key: ``(batch, seq_k, d_model)``.
+            value: ``(batch, seq_k, d_model)``.
+            mask: bool, broadcastable to ``(batch, heads, seq_q, seq_k)``; ``True`` = may attend.
+            need_weights: return the weights (``False`` allows the fused kernel when ``fused``).
+
+        Returns:
+            output: ``(batch, seq_q, d_model)``.
+            weights: ``(batch, heads, seq_q, seq_k)`` (rows sum to 1), or None when not needed
+            and the fused kernel ran.
+
+        Raises:
+            ValueError: wrong shapes (last dimension not d_model, key/value lengths differ) or a mask
+                that does not broadcast.
+        """
+        return self.attend(query, self.project_key_value(key, value), mask, need_weights)

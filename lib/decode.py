@@ -1,0 +1,157 @@
+"""Turning a trained model into sentences: greedy decoding and beam search, batched, with a key/value cache.
+
+Both encode the source once, then add one target token per step; the decoder's keys and values of
+earlier steps are cached (:class:`lib.transformer.LayerCache`), so a step costs O(t) instead of
+re-running the whole prefix. Decoding stops as soon as every sentence in the batch has ended.
+
+Source: Vaswani et al. 2017, §6.1 (beam size 4, length penalty α = 0.6); the length penalty
+lp(Y) = ((5 + |Y|) / 6)^α is from Wu et al. (2016), "Google's Neural Machine Translation System", Eq. (14).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from .tokenize import BOS_ID, EOS_ID, PAD_ID
+from .transformer import Transformer
+
+__all__ = ["greedy_decode", "beam_search", "length_penalty"]
+
+
+def _max_steps(model: Transformer, src: Tensor, max_len: int | None) -> int:
+    if src.dim() != 2:
+        raise ValueError(f"src must be token ids of shape (batch, seq_s), got {tuple(src.shape)}")
+    limit = model.config.max_len
+    if max_len is None:
+        max_len = int(1.5 * src.size(1)) + 10
+    if max_len < 1:
+        raise ValueError(f"max_len must be at least 1, got {max_len}")
+    return min(max_len, limit)
+
+
+def _strip(row: list[int], eos_id: int) -> list[int]:
+    return row[: row.index(eos_id)] if eos_id in row else row
+
+
+@torch.no_grad()
+def greedy_decode(
+    model: Transformer,
+    src: Tensor,
+    max_len: int | None = None,
+    bos_id: int = BOS_ID,
+    eos_id: int = EOS_ID,
+) -> list[list[int]]:
+    """Pick the most probable next token at every step, for a batch of sentences at once.
+
+    Args:
+        model: a trained :class:`~lib.transformer.Transformer` (put in eval mode here).
+        src: source ids ``(batch, seq_s)``, right-padded.
+        max_len: most target tokens to generate (default 1.5 · seq_s + 10, capped by the model's max_len).
+        bos_id, eos_id: start and end token ids.
+
+    Returns:
+        One list of token ids per sentence, without BOS and EOS.
+
+    Raises:
+        ValueError: src not ``(batch, seq_s)`` integer ids; max_len < 1.
+    """
+    model.eval()
+    steps = _max_steps(model, src, max_len)
+    memory, src_mask, _ = model.encode(src)
+    batch = src.size(0)
+    cache = model.new_cache()
+    token = torch.full((batch, 1), bos_id, dtype=torch.long, device=src.device)
+    finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
+    out = []
+    for t in range(steps):
+        logits, _, _ = model.decode(token, memory, src_mask, cache, offset=t)
+        token = logits[:, -1].argmax(-1, keepdim=True)  # (batch, 1)
+        token = token.masked_fill(finished[:, None], PAD_ID)
+        out.append(token)
+        finished |= token[:, 0] == eos_id
+        if finished.all():
+            break
+    ids = torch.cat(out, dim=1).tolist()
+    return [_strip(row, eos_id) for row in ids]
+
+
+def length_penalty(length: Tensor, alpha: float) -> Tensor:
+    """GNMT length penalty lp(Y) = ((5 + |Y|) / 6)^α; scores are divided by it (Wu et al. 2016, Eq. 14)."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+@torch.no_grad()
+def beam_search(
+    model: Transformer,
+    src: Tensor,
+    beam_size: int = 5,
+    alpha: float = 0.6,
+    max_len: int | None = None,
+    bos_id: int = BOS_ID,
+    eos_id: int = EOS_ID,
+) -> list[list[int]]:
+    """Keep the ``beam_size`` best partial translations of each sentence, ranked by length-normalised log-probability.
+
+    A hypothesis that has produced EOS is frozen (its score and length no longer change) but stays
+    in the beam, so it competes with the unfinished ones; the search ends when every hypothesis of
+    every sentence has ended or ``max_len`` is reached. With ``beam_size=1`` this is greedy decoding.
+
+    Args:
+        model: a trained Transformer.
+        src: source ids ``(batch, seq_s)``, right-padded.
+        beam_size: hypotheses kept per sentence (K).
+        alpha: length-penalty exponent α (0 = no normalisation; 0.6 in Vaswani et al. 2017).
+        max_len, bos_id, eos_id: as :func:`greedy_decode`.
+
+    Returns:
+        The best hypothesis per sentence as token ids, without BOS and EOS.
+
+    Raises:
+        ValueError: beam_size < 1; bad src or max_len.
+
+    Source: Vaswani et al. 2017, §6.1; Wu et al. 2016, §7.
+    """
+    if beam_size < 1:
+        raise ValueError(f"beam_size must be at least 1, got {beam_size}")
+    model.eval()
+    steps = _max_steps(model, src, max_len)
+    memory, src_mask, _ = model.encode(src)
+    batch, k, device = src.size(0), beam_size, src.device
+    memory = memory.repeat_interleave(k, dim=0)  # (batch·K, seq_s, d_model)
+    src_mask = src_mask.repeat_interleave(k, dim=0)
+    cache = model.new_cache()
+
+    scores = torch.zeros(batch, k, device=device)  # sum of log-probabilities per hypothesis
+    scores[:, 1:] = float("-inf")  # all K beams start identical: keep only one alive at first
+    lengths = torch.zeros(batch * k, device=device)
+    finished = torch.zeros(batch * k, dtype=torch.bool, device=device)
+    tokens = torch.full((batch * k, 1), bos_id, dtype=torch.long, device=device)
+
+    for t in range(steps):
+        logits, _, _ = model.decode(tokens[:, -1:], memory, src_mask, cache, offset=t)
+        logp = torch.log_softmax(logits[:, -1].float(), dim=-1)  # (batch·K, V)
+        vocab = logp.size(-1)
+        # a finished hypothesis can only be continued by padding, at no cost
+        logp[finished] = float("-inf")
+        logp[finished, PAD_ID] = 0.0
+        cand = scores.view(-1, 1) + logp  # (batch·K, V)
+        cand_len = lengths + (~finished).float()
+        ranked = cand / length_penalty(cand_len, alpha)[:, None]
+        top = ranked.view(batch, k * vocab).topk(k, dim=-1).indices  # (batch, K)
+        beam, token = top // vocab, top % vocab
+        rows = (torch.arange(batch, device=device)[:, None] * k + beam).view(-1)  # surviving rows
+        scores = cand.view(batch, k * vocab).gather(1, top)
+        lengths = cand_len[rows]
+        token = token.view(-1, 1)
+        finished = finished[rows] | (token[:, 0] == eos_id)
+        tokens = torch.cat([tokens[rows], token], dim=1)
+        for layer in cache:
+            layer.reorder(rows)
+        if finished.all():
+            break
+
+    final = scores.view(-1) / length_penalty(lengths, alpha)
+    best = final.view(batch, k).argmax(-1)
+    rows = torch.arange(batch, device=device) * k + best
+    return [_strip([i for i in tokens[r, 1:].tolist() if i != PAD_ID], eos_id) for r in rows.tolist()]

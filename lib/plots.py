@@ -1,0 +1,643 @@
+"""Figures for the book: attention heatmaps, positional encodings, masks and learning curves.
+
+Every function here is pure: it takes arrays (numpy arrays or torch tensors) and labels, builds a
+:class:`matplotlib.figure.Figure` directly (no ``pyplot``, so no global figure registry, no
+``plt.show()``, no rcParams changes) and returns it. In a notebook the returned figure is displayed
+by ending a cell with it; ``fig.savefig(...)`` writes it to a file.
+
+Token labels may contain CJK characters (``"我 爱 机器 学习"``) or sub-word pieces (``"▁Ein"``).
+When a label has characters that the default font lacks, its tick labels get a font-family list
+that adds an installed CJK font (Noto Sans CJK, WenQuanYi, Droid Sans Fallback, AR PL, ...) as a
+fallback. Without one the missing characters are drawn as placeholder boxes, without warnings.
+On Debian/Ubuntu ``apt-get install fonts-noto-cjk`` (or ``fonts-wqy-microhei``) provides a font.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+import warnings
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from matplotlib import font_manager
+from matplotlib import rcParams
+from matplotlib.colors import ListedColormap
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
+
+__all__ = [
+    "plot_attention",
+    "plot_attention_grid",
+    "plot_positional_encoding",
+    "plot_curves",
+    "plot_mask",
+]
+
+# Cells up to this size get their value written in them when ``annotate=None``.
+_ANNOTATE_MAX = 8
+# Preferred CJK fonts, best first; any other installed font whose name contains one of
+# ``_CJK_NAME_PARTS`` is used after these.
+_CJK_FONTS = (
+    "Noto Sans CJK SC", "Noto Sans CJK JP", "Noto Sans CJK TC", "Noto Sans CJK KR",
+    "Noto Sans CJK HK", "Noto Sans SC", "Source Han Sans SC", "Source Han Sans",
+    "WenQuanYi Micro Hei", "WenQuanYi Zen Hei", "Droid Sans Fallback",
+    "AR PL UMing CN", "AR PL UKai CN", "Noto Serif CJK SC", "Noto Serif CJK JP",
+    "PingFang SC", "Hiragino Sans GB", "Heiti SC", "Microsoft YaHei", "SimHei",
+    "Arial Unicode MS",
+)
+_CJK_NAME_PARTS = ("CJK", "WenQuanYi", "Droid Sans Fallback", "AR PL", "Source Han")
+# Shipped with matplotlib >= 3.10: one placeholder glyph per Unicode block. Naming it
+# explicitly in a family list makes matplotlib use it without the "Glyph ... missing" warning.
+_LAST_RESORT = "Last Resort High-Efficiency"
+_GLYPH_WARNING = r"Glyph \d+ .* missing from font"
+
+
+# --------------------------------------------------------------------------------------------
+# Input conversion and validation
+# --------------------------------------------------------------------------------------------
+
+
+def _to_numpy(x: Any, name: str) -> np.ndarray:
+    """A float numpy copy of a numpy array, torch tensor or nested sequence."""
+    if hasattr(x, "detach"):  # torch.Tensor, without importing torch here
+        return x.detach().cpu().float().numpy()
+    try:
+        return np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be a numeric array or tensor, got {type(x).__name__}") from err
+
+
+def _squeeze_leading(arr: np.ndarray, ndim: int, name: str, what: str) -> np.ndarray:
+    """Drop leading size-1 axes down to ``ndim`` axes; raise if the result is not ``ndim``-D."""
+    original = arr.shape
+    while arr.ndim > ndim and arr.shape[0] == 1:
+        arr = arr[0]
+    if arr.ndim != ndim:
+        raise ValueError(
+            f"{name} must be {ndim}-D {what} (leading size-1 axes are dropped), "
+            f"got shape {tuple(original)}"
+        )
+    if arr.size == 0:
+        raise ValueError(f"{name} must not be empty, got shape {tuple(original)}")
+    return arr
+
+
+def _check_labels(labels: Sequence[Any] | None, size: int, arg: str, axis: str) -> list[str] | None:
+    """Labels as strings, or ValueError naming the axis and both sizes."""
+    if labels is None:
+        return None
+    if isinstance(labels, str):
+        raise ValueError(f"{arg} must be a sequence of labels (one per token), not one string")
+    labels = [str(label) for label in labels]
+    if len(labels) != size:
+        raise ValueError(
+            f"{arg} has {len(labels)} labels but the {axis} has {size} positions"
+        )
+    return labels
+
+
+def _check_titles(titles: Sequence[Any] | None, size: int, arg: str, what: str) -> list[str] | None:
+    if titles is None:
+        return None
+    if isinstance(titles, str):
+        raise ValueError(f"{arg} must be a sequence of {size} titles, not one string")
+    titles = [str(t) for t in titles]
+    if len(titles) != size:
+        raise ValueError(f"{arg} has {len(titles)} titles but there are {size} {what}")
+    return titles
+
+
+def _root_figure(ax: Any) -> Figure:
+    """The top-level Figure of ``ax`` (also when ``ax`` lives in a SubFigure)."""
+    try:
+        return ax.get_figure(root=True)  # matplotlib >= 3.10
+    except TypeError:
+        fig = ax.figure
+        while hasattr(fig, "figure") and fig.figure is not fig:
+            fig = fig.figure
+        return fig
+
+
+# --------------------------------------------------------------------------------------------
+# Fonts for non-Latin labels
+# --------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _installed_font_names() -> frozenset[str]:
+    return frozenset(f.name for f in font_manager.fontManager.ttflist)
+
+
+@lru_cache(maxsize=1)
+def find_cjk_font() -> str | None:
+    """Name of an installed font with CJK glyphs, or None if there is none.
+
+    Returns:
+        A family name from matplotlib's font list (e.g. ``"Noto Sans CJK JP"``), preferring the
+        fonts in ``_CJK_FONTS`` in order; None when no such font is installed.
+    """
+    names = _installed_font_names()
+    for name in _CJK_FONTS:
+        if name in names:
+            return name
+    for name in sorted(names):
+        if any(part.lower() in name.lower() for part in _CJK_NAME_PARTS):
+            return name
+    return None
+
+
+@lru_cache(maxsize=4096)
+def _font_has_glyph(font_path: str, char: str) -> bool:
+    return font_manager.get_font(font_path).get_char_index(ord(char)) != 0
+
+
+def _needs_fallback(labels: Sequence[str]) -> bool:
+    """True if some label has a printable character that the default font lacks."""
+    chars = {c for label in labels for c in label if c.isprintable() and not c.isspace()}
+    if all(ord(c) < 0x250 for c in chars):  # Basic Latin .. Latin Extended-B: always covered
+        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path = font_manager.findfont(font_manager.FontProperties())
+    return not all(_font_has_glyph(path, c) for c in chars)
+
+
+def _label_families(labels: Sequence[str]) -> list[str] | None:
+    """A font-family list for tick labels that contain non-Latin text, else None."""
+    if not _needs_fallback(labels):
+        return None
+    families = list(rcParams["font.family"])
+    cjk = find_cjk_font()
+    if cjk is not None:
+        families.append(cjk)
+    if _LAST_RESORT in _installed_font_names():
+        families.append(_LAST_RESORT)
+    return families
+
+
+def _display_width(label: str) -> int:
+    """Width of a label in character cells (CJK characters count as two)."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in label)
+
+
+def _set_ticks(ax: Any, axis: str, labels: list[str] | None, size: int,
+               rotate: bool = False, fontsize: float | None = None) -> None:
+    """Put one tick per position with ``labels`` on the x or y axis of ``ax``."""
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    if labels is None:
+        target.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10]))
+        return
+    ticks = np.arange(size)
+    kwargs: dict[str, Any] = {}
+    if fontsize is not None:
+        kwargs["fontsize"] = fontsize
+    if axis == "x":
+        ax.set_xticks(ticks)
+        texts = ax.set_xticklabels(labels, rotation=90 if rotate else 0, **kwargs)
+    else:
+        ax.set_yticks(ticks)
+        texts = ax.set_yticklabels(labels, **kwargs)
+    families = _label_families(labels)
+    if families is not None:
+        for text in texts:
+            text.set_fontfamily(families)
+
+
+def _should_rotate(labels: list[str] | None, cell_width_in: float, fontsize: float) -> bool:
+    """Rotate x tick labels when the longest one is wider than its cell."""
+    if not labels:
+        return False
+    char_in = 0.6 * fontsize / 72.0  # average glyph width in inches
+    return max(_display_width(s) for s in labels) * char_in > 0.9 * cell_width_in
+
+
+def _cell_inches(size: int) -> float:
+    """Side of one heatmap cell (inches) for a new figure: roomy for short sequences, capped total."""
+    if size <= 10:
+        return 0.42
+    if size <= 20:
+        return 0.32
+    return max(0.08, 4.5 / size)
+
+
+def _tick_fontsize(size: int) -> float | None:
+    """Smaller tick labels for long sequences, the default otherwise."""
+    if size > 30:
+        return 6.0
+    if size > 16:
+        return 8.0
+    return None
+
+
+def _label_pad_in(labels: list[str] | None, fontsize: float) -> float:
+    """Rough room (inches) that a column of labels needs, capped."""
+    if not labels:
+        return 0.3
+    return min(2.0, max(_display_width(s) for s in labels) * 0.6 * fontsize / 72.0 + 0.15)
+
+
+def _text_colour(rgba: tuple[float, ...]) -> str:
+    """Black or white, whichever reads better on a cell of colour ``rgba``."""
+    r, g, b = rgba[:3]
+    return "white" if 0.299 * r + 0.587 * g + 0.114 * b < 0.5 else "black"
+
+
+# --------------------------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------------------------
+
+
+def plot_attention(
+    weights: Any,
+    x_labels: Sequence[Any] | None = None,
+    y_labels: Sequence[Any] | None = None,
+    *,
+    title: str | None = None,
+    ax: Any = None,
+    cmap: str = "viridis",
+    annotate: bool | None = None,
+    vmin: float | None = 0.0,
+    vmax: float | None = None,
+    colorbar: bool = True,
+    figsize: tuple[float, float] | None = None,
+    xlabel: str = "key (attended to)",
+    ylabel: str = "query",
+) -> Figure:
+    """Heatmap of one attention matrix: row i shows how query i spreads its weight over the keys.
+
+    Args:
+        weights: ``(seq_q, seq_k)`` attention weights (numpy array or torch tensor), rows usually
+            sum to 1. Leading size-1 axes are dropped, so ``(1, 1, seq_q, seq_k)`` from a
+            ``(batch, heads, seq_q, seq_k)`` tensor with one batch and one head is fine.
+        x_labels: ``seq_k`` key labels (e.g. source tokens), drawn under the columns; rotated 90°
+            when they are wider than a cell. None: integer positions.
+        y_labels: ``seq_q`` query labels (e.g. target tokens), drawn beside the rows.
+        title: axes title.
+        ax: existing matplotlib Axes to draw into; its figure is returned.
+        cmap: colormap name.
+        annotate: write each weight (``"{:.2f}"``) in its cell. None: only when the matrix is at
+            most 8×8.
+        vmin, vmax: colour limits; ``vmax=None`` uses the largest weight. Use ``vmin=None`` for raw
+            scores that can be negative.
+        colorbar: add a colorbar.
+        figsize: ``(width, height)`` in inches of a new figure; None picks one from the matrix
+            size. Ignored when ``ax`` is given.
+        xlabel, ylabel: axis titles.
+
+    Returns:
+        The Figure. ``fig.axes[0].images[0]`` holds the matrix; with ``colorbar=True`` the
+        colorbar is the last axes.
+
+    Raises:
+        ValueError: ``weights`` is not 2-D after dropping leading size-1 axes, is empty or not
+            numeric; a label list's length differs from its axis size.
+
+    Source: the alignment plots of Bahdanau et al. 2015, Fig. 3.
+    """
+    w = _squeeze_leading(_to_numpy(weights, "weights"), 2, "weights", "(seq_q, seq_k)")
+    seq_q, seq_k = w.shape
+    xl = _check_labels(x_labels, seq_k, "x_labels", "key axis (x, weights.shape[-1])")
+    yl = _check_labels(y_labels, seq_q, "y_labels", "query axis (y, weights.shape[-2])")
+    if annotate is None:
+        annotate = seq_q <= _ANNOTATE_MAX and seq_k <= _ANNOTATE_MAX
+
+    x_font = _tick_fontsize(seq_k)
+    y_font = _tick_fontsize(seq_q)
+    base_font = float(rcParams["font.size"])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_GLYPH_WARNING, category=UserWarning)
+        if ax is None:
+            if figsize is None:
+                cell = _cell_inches(max(seq_q, seq_k))
+                rotate_guess = _should_rotate(xl, cell, x_font or base_font)
+                width = seq_k * cell + _label_pad_in(yl, y_font or base_font) + (1.6 if colorbar else 0.8)
+                height = seq_q * cell + 0.9 + (0.35 if title else 0.0)
+                if rotate_guess:
+                    height += _label_pad_in(xl, x_font or base_font)
+                figsize = (float(np.clip(width, 3.0, 7.0)), float(np.clip(height, 2.4, 6.0)))
+            fig = Figure(figsize=figsize, layout="constrained")
+            ax = fig.add_subplot()
+        else:
+            fig = _root_figure(ax)
+
+        im = ax.imshow(w, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest")
+        ax_width_in = ax.get_position().width * fig.get_figwidth()
+        rotate = _should_rotate(xl, ax_width_in / seq_k, x_font or base_font)
+        _set_ticks(ax, "x", xl, seq_k, rotate=rotate, fontsize=x_font)
+        _set_ticks(ax, "y", yl, seq_q, fontsize=y_font)
+        if xlabel:
+            ax.set_xlabel(xlabel)
+        if ylabel:
+            ax.set_ylabel(ylabel)
+        if title:
+            ax.set_title(title)
+
+        if annotate:
+            cmap_obj = im.get_cmap()
+            size = 8 if max(seq_q, seq_k) <= 6 else 7
+            for i in range(seq_q):
+                for j in range(seq_k):
+                    value = w[i, j]
+                    if not np.isfinite(value):
+                        continue
+                    colour = _text_colour(cmap_obj(im.norm(value)))
+                    ax.text(j, i, f"{value:.2f}", ha="center", va="center",
+                            fontsize=size, color=colour)
+        if colorbar:
+            fig.colorbar(im, ax=ax, fraction=0.05, pad=0.03)
+    return fig
+
+
+def _grid_array(weights: Any) -> np.ndarray:
+    """``(rows, cols, seq_q, seq_k)`` from an array or a list of per-layer tensors."""
+    if isinstance(weights, (list, tuple)):
+        if len(weights) == 0:
+            raise ValueError("weights is an empty list; expected one (heads, seq_q, seq_k) per layer")
+        layers = []
+        for i, layer in enumerate(weights):
+            arr = _to_numpy(layer, f"weights[{i}]")
+            if arr.ndim == 2:  # one head
+                arr = arr[None]
+            layers.append(_squeeze_leading(arr, 3, f"weights[{i}]", "(heads, seq_q, seq_k)"))
+        shapes = {a.shape for a in layers}
+        if len(shapes) != 1:
+            raise ValueError(
+                "all layers in weights must share one (heads, seq_q, seq_k) shape, got "
+                + ", ".join(f"weights[{i}]: {a.shape}" for i, a in enumerate(layers))
+            )
+        return np.stack(layers)  # (layers, heads, seq_q, seq_k)
+    arr = _to_numpy(weights, "weights")
+    if arr.ndim == 3:  # (heads, seq_q, seq_k): one row
+        arr = arr[None]
+    return _squeeze_leading(arr, 4, "weights", "(rows, cols, seq_q, seq_k), e.g. (layers, heads, seq_q, seq_k),")
+
+
+def plot_attention_grid(
+    weights: Any,
+    x_labels: Sequence[Any] | None = None,
+    y_labels: Sequence[Any] | None = None,
+    *,
+    row_titles: Sequence[Any] | None = None,
+    col_titles: Sequence[Any] | None = None,
+    title: str | None = None,
+    cmap: str = "viridis",
+    panel_size: float = 2.2,
+    vmin: float | None = 0.0,
+    vmax: float | None = None,
+    xlabel: str = "key (attended to)",
+    ylabel: str = "query",
+) -> Figure:
+    """Grid of attention heatmaps, one per (row, column), e.g. per (layer, head), on one colour scale.
+
+    Args:
+        weights: ``(rows, cols, seq_q, seq_k)`` array or tensor, e.g. ``(layers, heads, seq_q,
+            seq_k)``; a 3-D ``(heads, seq_q, seq_k)`` is one row; a list of per-layer tensors of
+            shape ``(heads, seq_q, seq_k)`` or ``(1, heads, seq_q, seq_k)`` is stacked into rows.
+            Leading size-1 axes beyond four are dropped.
+        x_labels: ``seq_k`` key labels, shown under the bottom row only.
+        y_labels: ``seq_q`` query labels, shown beside the left column only.
+        row_titles: one title per row, drawn at the right of the row; default ``"layer 0"``,
+            ``"layer 1"``, ... (0-based, like the list index).
+        col_titles: one title per column; default ``"head 0"``, ``"head 1"``, ...
+        title: figure title.
+        cmap: colormap name.
+        panel_size: width and height of one panel in inches.
+        vmin, vmax: shared colour limits; ``vmax=None`` uses the largest weight in the grid.
+        xlabel, ylabel: figure-level axis titles.
+
+    Returns:
+        The Figure: ``rows * cols`` heatmap axes in row-major order, then one shared colorbar axes.
+
+    Raises:
+        ValueError: ``weights`` has the wrong number of axes, is empty, or its layers differ in
+            shape; a label or title list's length differs from its axis size.
+    """
+    w = _grid_array(weights)
+    rows, cols, seq_q, seq_k = w.shape
+    xl = _check_labels(x_labels, seq_k, "x_labels", "key axis (x, weights.shape[-1])")
+    yl = _check_labels(y_labels, seq_q, "y_labels", "query axis (y, weights.shape[-2])")
+    rt = _check_titles(row_titles, rows, "row_titles", "rows (weights.shape[0])")
+    ct = _check_titles(col_titles, cols, "col_titles", "columns (weights.shape[1])")
+    if rt is None:
+        rt = [f"layer {i}" for i in range(rows)]
+    if ct is None:
+        ct = [f"head {j}" for j in range(cols)]
+    if panel_size <= 0:
+        raise ValueError(f"panel_size must be positive (inches), got {panel_size}")
+    if vmax is None:
+        finite = w[np.isfinite(w)]
+        vmax = float(finite.max()) if finite.size else 1.0
+
+    x_font = _tick_fontsize(seq_k) or 8.0
+    y_font = _tick_fontsize(seq_q) or 8.0
+    rotate = _should_rotate(xl, 0.85 * panel_size / seq_k, x_font)
+    width = cols * panel_size + _label_pad_in(yl, y_font) + 1.7
+    height = rows * panel_size + 0.6 + (_label_pad_in(xl, x_font) if rotate else 0.2)
+    height += 0.3 if title else 0.0
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_GLYPH_WARNING, category=UserWarning)
+        fig = Figure(figsize=(width, height), layout="constrained")
+        axes = fig.subplots(rows, cols, squeeze=False, sharex=True, sharey=True)
+        im = None
+        for r in range(rows):
+            for c in range(cols):
+                ax = axes[r, c]
+                im = ax.imshow(w[r, c], cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto",
+                               interpolation="nearest")
+                _set_ticks(ax, "x", xl, seq_k, rotate=rotate, fontsize=x_font)
+                _set_ticks(ax, "y", yl, seq_q, fontsize=y_font)
+                ax.tick_params(labelbottom=(r == rows - 1), labelleft=(c == 0), labelsize=7)
+                if r == 0:
+                    ax.set_title(ct[c], fontsize=9)
+                if c == cols - 1:  # row titles in the right margin, like facet strips
+                    ax.yaxis.set_label_position("right")
+                    ax.set_ylabel(rt[r], fontsize=9, rotation=270, labelpad=12)
+        if xlabel:
+            fig.supxlabel(xlabel, fontsize=9)
+        if ylabel:
+            fig.supylabel(ylabel, fontsize=9)
+        if title:
+            fig.suptitle(title)
+        fig.colorbar(im, ax=axes, shrink=min(1.0, 0.6 + 0.2 * rows), fraction=0.04, pad=0.02)
+    return fig
+
+
+def plot_positional_encoding(
+    pe: Any,
+    *,
+    title: str | None = None,
+    figsize: tuple[float, float] | None = None,
+    cmap: str = "RdBu",
+) -> Figure:
+    """Heatmap of a positional-encoding table: one row per position, one column per dimension.
+
+    Args:
+        pe: ``(max_len, d_model)`` array or tensor with values in [-1, 1] (sinusoidal PE);
+            a leading size-1 batch axis is dropped.
+        title: axes title.
+        figsize: ``(width, height)`` in inches; default ``(6, 3.5)``.
+        cmap: diverging colormap; colours are fixed to the range [-1, 1].
+
+    Returns:
+        The Figure: ``fig.axes[0].images[0]`` is the table (clim ``(-1, 1)``), ``fig.axes[1]``
+        the colorbar.
+
+    Raises:
+        ValueError: ``pe`` is not 2-D after dropping leading size-1 axes, is empty or not numeric.
+
+    Source: Vaswani et al. 2017, §3.5.
+    """
+    table = _squeeze_leading(_to_numpy(pe, "pe"), 2, "pe", "(max_len, d_model)")
+    fig = Figure(figsize=figsize or (6.0, 3.5), layout="constrained")
+    ax = fig.add_subplot()
+    im = ax.imshow(table, cmap=cmap, vmin=-1.0, vmax=1.0, aspect="auto", interpolation="nearest")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10]))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10]))
+    ax.set_xlabel("dimension")
+    ax.set_ylabel("position")
+    if title:
+        ax.set_title(title)
+    fig.colorbar(im, ax=ax, fraction=0.05, pad=0.03)
+    return fig
+
+
+def plot_curves(
+    curves: Mapping[str, tuple[Any, Any]],
+    *,
+    xlabel: str = "step",
+    ylabel: str = "loss",
+    title: str | None = None,
+    logy: bool = False,
+    figsize: tuple[float, float] | None = None,
+) -> Figure:
+    """Line plot of named curves, e.g. validation loss against training minutes for two models.
+
+    Args:
+        curves: mapping ``name -> (xs, ys)``, each a 1-D array, list or tensor of equal length;
+            the name goes into the legend. Curves with at most 20 points get markers.
+        xlabel, ylabel: axis titles.
+        title: axes title.
+        logy: logarithmic y axis (all ys must then be positive).
+        figsize: ``(width, height)`` in inches; default ``(5, 3.2)``.
+
+    Returns:
+        The Figure; ``fig.axes[0].lines[i]`` is the i-th curve in the mapping's order.
+
+    Raises:
+        ValueError: ``curves`` is empty or not a mapping; a value is not a pair ``(xs, ys)`` of
+            equal-length 1-D arrays; ``logy`` with a non-positive y.
+    """
+    if not isinstance(curves, Mapping) or len(curves) == 0:
+        raise ValueError("curves must be a non-empty dict name -> (xs, ys)")
+    data = []
+    for name, pair in curves.items():
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValueError(f"curves[{name!r}] must be a pair (xs, ys), got {type(pair).__name__}")
+        xs = _to_numpy(pair[0], f"curves[{name!r}] xs")
+        ys = _to_numpy(pair[1], f"curves[{name!r}] ys")
+        if xs.ndim != 1 or ys.ndim != 1 or xs.shape != ys.shape or xs.size == 0:
+            raise ValueError(
+                f"curves[{name!r}] must hold two non-empty 1-D arrays of equal length, "
+                f"got xs {xs.shape} and ys {ys.shape}"
+            )
+        if logy and np.any(ys <= 0):
+            raise ValueError(f"logy=True needs positive ys, but curves[{name!r}] has ys <= 0")
+        data.append((str(name), xs, ys))
+
+    fig = Figure(figsize=figsize or (5.0, 3.2), layout="constrained")
+    ax = fig.add_subplot()
+    for name, xs, ys in data:
+        ax.plot(xs, ys, label=name, marker="o" if xs.size <= 20 else None, markersize=4)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(frameon=False)
+    return fig
+
+
+def plot_mask(
+    mask: Any,
+    labels: Sequence[Any] | None = None,
+    *,
+    title: str | None = None,
+) -> Figure:
+    """A boolean attention mask as a two-colour grid: True (blue) = may attend, False (grey) = masked.
+
+    Args:
+        mask: ``(seq_q, seq_k)`` boolean array or tensor, True = the query (row) may attend to
+            the key (column); 0/1 integers are accepted. Leading size-1 axes are dropped, so a
+            ``(1, 1, seq_q, seq_k)`` broadcast mask is fine.
+        labels: ``seq_k`` token labels for the key axis (x); also used for the query axis (y)
+            when the mask is square (self-attention).
+        title: axes title.
+
+    Returns:
+        The Figure: ``fig.axes[0].images[0]`` holds the mask as 0/1 integers; the legend
+        explains the two colours.
+
+    Raises:
+        ValueError: ``mask`` is not 2-D after dropping leading size-1 axes, is empty, or holds
+            values other than True/False (0/1), e.g. an additive ``-inf`` mask; ``labels`` has a
+            length other than ``seq_k`` (or ``seq_q`` for a square mask).
+    """
+    if hasattr(mask, "detach"):
+        m = mask.detach().cpu().numpy()
+    else:
+        m = np.asarray(mask)
+    if m.dtype != bool:
+        try:
+            values = np.unique(m.astype(float))
+        except (TypeError, ValueError) as err:
+            raise ValueError("mask must be boolean (True = may attend)") from err
+        if not np.all(np.isin(values, [0.0, 1.0])):
+            raise ValueError(
+                "mask must be boolean with True = may attend (0/1 accepted), got values "
+                f"{values[:5].tolist()}; convert an additive -inf mask with `mask == 0`"
+            )
+        m = m.astype(bool)
+    m = _squeeze_leading(m, 2, "mask", "(seq_q, seq_k)")
+    seq_q, seq_k = m.shape
+    xl = _check_labels(labels, seq_k, "labels", "key axis (x, mask.shape[-1])")
+    yl = xl if seq_q == seq_k else None
+
+    cell = _cell_inches(max(seq_q, seq_k))
+    x_font = _tick_fontsize(seq_k)
+    base_font = float(rcParams["font.size"])
+    rotate = _should_rotate(xl, cell, x_font or base_font)
+    width = seq_k * cell + _label_pad_in(yl, base_font) + 2.0
+    height = seq_q * cell + 0.9 + (_label_pad_in(xl, base_font) if rotate else 0.0)
+    height += 0.3 if title else 0.0
+    figsize = (float(np.clip(width, 3.5, 8.0)), float(np.clip(height, 2.2, 6.5)))
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_GLYPH_WARNING, category=UserWarning)
+        fig = Figure(figsize=figsize, layout="constrained")
+        ax = fig.add_subplot()
+        colours = ListedColormap(["#d9d9d9", "#2c7fb8"])  # False: grey, True: blue
+        ax.imshow(m.astype(int), cmap=colours, vmin=0, vmax=1, aspect="auto",
+                  interpolation="nearest")
+        _set_ticks(ax, "x", xl, seq_k, rotate=rotate, fontsize=x_font)
+        _set_ticks(ax, "y", yl, seq_q, fontsize=_tick_fontsize(seq_q))
+        # white lines between cells
+        ax.set_xticks(np.arange(-0.5, seq_k, 1.0), minor=True)
+        ax.set_yticks(np.arange(-0.5, seq_q, 1.0), minor=True)
+        ax.grid(which="minor", color="white", linewidth=1.0)
+        ax.tick_params(which="minor", length=0)
+        ax.set_xlabel("key (attended to)")
+        ax.set_ylabel("query")
+        if title:
+            ax.set_title(title)
+        ax.legend(
+            handles=[Patch(color="#2c7fb8", label="True: may attend"),
+                     Patch(color="#d9d9d9", label="False: masked")],
+            loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, fontsize=8,
+        )
+    return fig

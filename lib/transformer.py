@@ -1,0 +1,540 @@
+"""The Transformer encoder–decoder, one small module per concept.
+
+Encoder layer:  x → x + Dropout(SelfAttention(x)) → LayerNorm → x + Dropout(FFN(x)) → LayerNorm   (post-LN)
+Decoder layer:  as above with a causal self-attention, then cross-attention over the encoder output.
+Pre-LN (``norm_first=True``) moves each LayerNorm to the sub-layer's input: x + Dropout(Sublayer(LN(x))).
+
+Source: Vaswani et al. (2017), "Attention Is All You Need", §3.1–§3.4 (post-LN, Add & Norm
+LayerNorm(x + Sublayer(x))); pre-LN as analysed by Xiong et al. (2020), "On Layer Normalization in the
+Transformer Architecture".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, fields
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .attention import KeyValue, MultiHeadAttention, causal_mask, padding_mask
+from .positional import PositionalEncoding
+
+__all__ = [
+    "TransformerConfig",
+    "PositionwiseFeedForward",
+    "EncoderLayer",
+    "DecoderLayer",
+    "Encoder",
+    "Decoder",
+    "Transformer",
+    "AttentionWeights",
+    "LayerCache",
+]
+
+_ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
+
+
+@dataclass
+class TransformerConfig:
+    """Sizes and switches of a :class:`Transformer`; build one with a named preset.
+
+    Presets: :meth:`tiny` (tests), :meth:`multi30k` (the capstone, fits a CPU), :meth:`base` (the
+    paper's base model, Table 3). Vocabulary sizes come from the tokenizer.
+
+    Raises:
+        ValueError: d_model not divisible by num_heads; odd d_model; non-positive sizes; unknown
+            activation; shared embeddings with different vocabulary sizes; dropout outside [0, 1).
+    """
+
+    src_vocab_size: int
+    tgt_vocab_size: int
+    d_model: int = 512
+    num_heads: int = 8
+    num_encoder_layers: int = 6
+    num_decoder_layers: int = 6
+    d_ff: int = 2048
+    dropout: float = 0.1
+    attention_dropout: float = 0.0
+    max_len: int = 256
+    norm_first: bool = False
+    share_embeddings: bool = True
+    pad_id: int = 0
+    activation: str = "relu"
+    layer_norm_eps: float = 1e-5
+    fused_attention: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "num_heads", "d_ff", "max_len"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.num_encoder_layers < 0 or self.num_decoder_layers < 1:
+            raise ValueError("need num_encoder_layers >= 0 and num_decoder_layers >= 1")
+        if self.d_model % self.num_heads != 0:
+            raise ValueError(
+                f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})"
+            )
+        if self.d_model % 2 != 0:
+            raise ValueError(f"d_model must be even for the sinusoidal encoding, got {self.d_model}")
+        if self.activation not in _ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {self.activation!r}")
+        if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
+            raise ValueError(
+                "share_embeddings needs one joint vocabulary, got src_vocab_size="
+                f"{self.src_vocab_size} and tgt_vocab_size={self.tgt_vocab_size}"
+            )
+        for name in ("dropout", "attention_dropout"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+
+    @property
+    def d_k(self) -> int:
+        """Features per head, d_k = d_v = d_model / num_heads."""
+        return self.d_model // self.num_heads
+
+    @classmethod
+    def tiny(cls, vocab_size: int = 100, **overrides) -> "TransformerConfig":
+        """A toy model for tests and hand-worked examples: d_model 32, 4 heads, 2+2 layers."""
+        kw = dict(d_model=32, num_heads=4, num_encoder_layers=2, num_decoder_layers=2, d_ff=64, dropout=0.0)
+        return cls(vocab_size, vocab_size, **{**kw, **overrides})
+
+    @classmethod
+    def multi30k(cls, vocab_size: int = 8000, **overrides) -> "TransformerConfig":
+        """The capstone's model, sized for a laptop CPU: d_model 128, 4 heads, 3+3 layers, d_ff 512, pre-LN.
+
+        About 2.4 M parameters with an 8,000-token joint vocabulary (tied embeddings), so the shipped
+        weights fit in under 5 MB as float16.
+        """
+        kw = dict(
+            d_model=128, num_heads=4, num_encoder_layers=3, num_decoder_layers=3, d_ff=512,
+            dropout=0.1, norm_first=True,
+        )
+        return cls(vocab_size, vocab_size, **{**kw, **overrides})
+
+    @classmethod
+    def multi30k_wide(cls, vocab_size: int = 8000, **overrides) -> "TransformerConfig":
+        """A wider capstone model (the configuration of common Multi30k tutorials): d_model 256, 8 heads, 3+3 layers, d_ff 512, pre-LN."""
+        return cls.multi30k(vocab_size, **{**dict(d_model=256, num_heads=8), **overrides})
+
+    @classmethod
+    def base(cls, vocab_size: int = 37000, **overrides) -> "TransformerConfig":
+        """The paper's base model: d_model 512, 8 heads, 6+6 layers, d_ff 2048, dropout 0.1 (Table 3)."""
+        return cls(vocab_size, vocab_size, **overrides)
+
+    @classmethod
+    def preset(cls, name: str, vocab_size: int, **overrides) -> "TransformerConfig":
+        """Look a preset up by name (``"tiny"``, ``"multi30k"``, ``"multi30k_wide"``, ``"base"``).
+
+        Raises:
+            ValueError: unknown preset name.
+        """
+        if name not in PRESETS:
+            raise ValueError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
+        return getattr(cls, name)(vocab_size, **overrides)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TransformerConfig":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+PRESETS = ("tiny", "multi30k", "multi30k_wide", "base")
+
+
+class PositionwiseFeedForward(nn.Module):
+    """FFN(x) = max(0, x W₁ + b₁) W₂ + b₂, applied to every position separately.
+
+    Args:
+        d_model: input and output width.
+        d_ff: hidden width (2048 in the paper's base model).
+        dropout: dropout on the hidden activations.
+        activation: ``"relu"`` (paper) or ``"gelu"`` (BERT/GPT).
+
+    Shapes: ``(batch, seq, d_model)`` → ``(batch, seq, d_model)``.
+
+    Source: Vaswani et al. 2017, §3.3, Eq. (2).
+    """
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu") -> None:
+        super().__init__()
+        if activation not in _ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.activation = _ACTIVATIONS[activation]
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.linear2(self.dropout(self.activation(self.linear1(x))))
+
+
+@dataclass
+class LayerCache:
+    """What one decoder layer remembers between decoding steps.
+
+    ``self_kv``: keys/values of the tokens decoded so far, ``(batch, heads, t, d_k)``, growing by one
+    per step. ``cross_kv``: the encoder output projected once, ``(batch, heads, seq_src, d_k)``.
+    """
+
+    self_kv: KeyValue | None = None
+    cross_kv: KeyValue | None = None
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep batch rows ``index`` (beam search: follow the surviving hypotheses)."""
+        for kv in (self.self_kv, self.cross_kv):
+            if kv is not None:
+                kv.key = kv.key.index_select(0, index)
+                kv.value = kv.value.index_select(0, index)
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention then feed-forward, each wrapped in a residual connection and LayerNorm.
+
+    Post-LN (paper): ``x = LayerNorm(x + Dropout(Sublayer(x)))``.
+    Pre-LN: ``x = x + Dropout(Sublayer(LayerNorm(x)))``.
+
+    Args:
+        d_model, num_heads, d_ff: sizes (num_heads must divide d_model).
+        dropout: on each sub-layer's output and inside the FFN.
+        attention_dropout: on the attention weights.
+        norm_first: pre-LN if True, post-LN (paper) if False.
+        activation, layer_norm_eps, fused: see :class:`TransformerConfig`.
+
+    Source: Vaswani et al. 2017, §3.1 and §5.4.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        attention_dropout: float = 0.0,
+        norm_first: bool = False,
+        activation: str = "relu",
+        layer_norm_eps: float = 1e-5,
+        fused: bool = False,
+    ) -> None:
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, num_heads, attention_dropout, fused=fused)
+        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout, activation)
+        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.dropout = nn.Dropout(dropout)
+        self.norm_first = norm_first
+
+    def forward(
+        self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
+        """``x (batch, seq, d_model)``, ``mask`` broadcastable to ``(batch, heads, seq, seq)``
+        (``True`` = may attend) → ``(x (batch, seq, d_model), weights (batch, heads, seq, seq) or None)``.
+        """
+        if self.norm_first:
+            h = self.norm1(x)
+            a, w = self.self_attn(h, h, h, mask, need_weights)
+            x = x + self.dropout(a)
+            x = x + self.dropout(self.ffn(self.norm2(x)))
+        else:
+            a, w = self.self_attn(x, x, x, mask, need_weights)
+            x = self.norm1(x + self.dropout(a))  # Add & Norm
+            x = self.norm2(x + self.dropout(self.ffn(x)))
+        return x, w
+
+
+class DecoderLayer(nn.Module):
+    """Causal self-attention, cross-attention over the encoder output, feed-forward; each with Add & Norm.
+
+    Args: as :class:`EncoderLayer`.
+
+    Source: Vaswani et al. 2017, §3.1 ("a third sub-layer, which performs multi-head attention over
+    the output of the encoder stack") and §3.2.3.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        attention_dropout: float = 0.0,
+        norm_first: bool = False,
+        activation: str = "relu",
+        layer_norm_eps: float = 1e-5,
+        fused: bool = False,
+    ) -> None:
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, num_heads, attention_dropout, fused=fused)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, attention_dropout, fused=fused)
+        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout, activation)
+        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.norm3 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.dropout = nn.Dropout(dropout)
+        self.norm_first = norm_first
+
+    def _self_attention(self, h, mask, cache, need_weights):
+        kv = self.self_attn.project_key_value(h, h)
+        if cache is not None:
+            if cache.self_kv is not None:  # append this step's keys/values to the past ones
+                kv = KeyValue(
+                    torch.cat([cache.self_kv.key, kv.key], dim=2),
+                    torch.cat([cache.self_kv.value, kv.value], dim=2),
+                )
+            cache.self_kv = kv
+        return self.self_attn.attend(h, kv, mask, need_weights)
+
+    def _cross_attention(self, h, memory, memory_mask, cache, need_weights):
+        if cache is not None and cache.cross_kv is not None:
+            kv = cache.cross_kv
+        else:
+            kv = self.cross_attn.project_key_value(memory, memory)
+            if cache is not None:
+                cache.cross_kv = kv
+        return self.cross_attn.attend(h, kv, memory_mask, need_weights)
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        self_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        cache: LayerCache | None = None,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        """One decoder layer.
+
+        Args:
+            x: target states ``(batch, seq_t, d_model)``; with a ``cache``, only the new positions.
+            memory: encoder output ``(batch, seq_s, d_model)``.
+            self_mask: broadcastable to ``(batch, heads, seq_t, seq_t_total)``, usually causal.
+            memory_mask: broadcastable to ``(batch, heads, seq_t, seq_s)``, usually the source padding mask.
+            cache: a :class:`LayerCache` to read and extend (incremental decoding), or None.
+            need_weights: return the attention weights.
+
+        Returns:
+            ``(x (batch, seq_t, d_model), self weights (batch, heads, seq_t, seq_t_total) or None,
+            cross weights (batch, heads, seq_t, seq_s) or None)``.
+        """
+        if self.norm_first:
+            h = self.norm1(x)
+            a, w_self = self._self_attention(h, self_mask, cache, need_weights)
+            x = x + self.dropout(a)
+            a, w_cross = self._cross_attention(self.norm2(x), memory, memory_mask, cache, need_weights)
+            x = x + self.dropout(a)
+            x = x + self.dropout(self.ffn(self.norm3(x)))
+        else:
+            a, w_self = self._self_attention(x, self_mask, cache, need_weights)
+            x = self.norm1(x + self.dropout(a))
+            a, w_cross = self._cross_attention(x, memory, memory_mask, cache, need_weights)
+            x = self.norm2(x + self.dropout(a))
+            x = self.norm3(x + self.dropout(self.ffn(x)))
+        return x, w_self, w_cross
+
+
+def _layer_kwargs(c: TransformerConfig) -> dict:
+    return dict(
+        d_model=c.d_model, num_heads=c.num_heads, d_ff=c.d_ff, dropout=c.dropout,
+        attention_dropout=c.attention_dropout, norm_first=c.norm_first, activation=c.activation,
+        layer_norm_eps=c.layer_norm_eps, fused=c.fused_attention,
+    )
+
+
+class Encoder(nn.Module):
+    """A stack of N :class:`EncoderLayer` (plus a final LayerNorm when pre-LN).
+
+    Shapes: ``x (batch, seq, d_model)``, mask broadcastable to ``(batch, heads, seq, seq)``.
+    Source: Vaswani et al. 2017, §3.1 (N = 6).
+    """
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderLayer(**_layer_kwargs(config)) for _ in range(config.num_encoder_layers))
+        self.norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_first else nn.Identity()
+
+    def forward(self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False) -> tuple[Tensor, list[Tensor]]:
+        """Returns ``(memory (batch, seq, d_model), [weights (batch, heads, seq, seq) per layer])``."""
+        weights = []
+        for layer in self.layers:
+            x, w = layer(x, mask, need_weights)
+            if need_weights:
+                weights.append(w)
+        return self.norm(x), weights
+
+
+class Decoder(nn.Module):
+    """A stack of N :class:`DecoderLayer` (plus a final LayerNorm when pre-LN).
+
+    Source: Vaswani et al. 2017, §3.1 (N = 6).
+    """
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(**_layer_kwargs(config)) for _ in range(config.num_decoder_layers))
+        self.norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_first else nn.Identity()
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        self_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        cache: list[LayerCache] | None = None,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+        """Returns ``(x (batch, seq_t, d_model), [self weights per layer], [cross weights per layer])``."""
+        self_ws, cross_ws = [], []
+        for i, layer in enumerate(self.layers):
+            x, ws, wc = layer(x, memory, self_mask, memory_mask, None if cache is None else cache[i], need_weights)
+            if need_weights:
+                self_ws.append(ws)
+                cross_ws.append(wc)
+        return self.norm(x), self_ws, cross_ws
+
+
+@dataclass
+class AttentionWeights:
+    """The attention weights of every layer, each ``(batch, heads, seq_q, seq_k)``.
+
+    ``encoder[l]``: encoder self-attention of layer l, ``(batch, heads, seq_s, seq_s)``.
+    ``decoder[l]``: decoder (causal) self-attention, ``(batch, heads, seq_t, seq_t)``.
+    ``cross[l]``: decoder-to-encoder attention, ``(batch, heads, seq_t, seq_s)``.
+    """
+
+    encoder: list[Tensor] = field(default_factory=list)
+    decoder: list[Tensor] = field(default_factory=list)
+    cross: list[Tensor] = field(default_factory=list)
+
+
+class Transformer(nn.Module):
+    """The encoder–decoder Transformer for sequence-to-sequence tasks such as translation.
+
+    Embeddings are multiplied by √d_model and added to the sinusoidal positional encoding (§3.4,
+    §3.5). With ``share_embeddings`` (one joint vocabulary) the source embedding, the target
+    embedding and the output projection are one matrix (§3.4, Press & Wolf 2017).
+
+    Masks are built from the token ids: source padding is hidden from every attention over the
+    source; the decoder's self-attention is causal. (Target padding needs no mask of its own: it
+    comes after every real token, so the causal mask already hides it from every real query.)
+
+    Args:
+        config: a :class:`TransformerConfig`.
+
+    Source: Vaswani et al. 2017, Figure 1 and §3.
+    """
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        self.config = config
+        c = config
+        self.src_embed = nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.tgt_embed = self.src_embed if c.share_embeddings else nn.Embedding(c.tgt_vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.positional = PositionalEncoding(c.d_model, c.max_len, c.dropout)
+        self.encoder = Encoder(c)
+        self.decoder = Decoder(c)
+        self.output = nn.Linear(c.d_model, c.tgt_vocab_size, bias=False)
+        self._reset_parameters()
+        if c.share_embeddings:
+            self.output.weight = self.tgt_embed.weight
+
+    def _reset_parameters(self) -> None:
+        for name, p in self.named_parameters():
+            if p.dim() > 1 and "embed" not in name:
+                nn.init.xavier_uniform_(p)
+        for emb in {self.src_embed, self.tgt_embed}:
+            nn.init.normal_(emb.weight, mean=0.0, std=self.config.d_model**-0.5)
+            with torch.no_grad():
+                emb.weight[self.config.pad_id].zero_()
+
+    def num_parameters(self) -> int:
+        """Number of trainable parameters (a tied matrix counts once)."""
+        return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+    def _check_tokens(self, x: Tensor, name: str, vocab: int) -> None:
+        if x.dim() != 2 or x.dtype not in (torch.long, torch.int):
+            raise ValueError(f"{name} must be integer token ids of shape (batch, seq_len), got {tuple(x.shape)} {x.dtype}")
+        if x.numel() and (int(x.min()) < 0 or int(x.max()) >= vocab):
+            raise ValueError(f"{name} holds ids outside [0, {vocab})")
+
+    def _embed(self, tokens: Tensor, table: nn.Embedding, offset: int = 0) -> Tensor:
+        return self.positional(table(tokens) * math.sqrt(self.config.d_model), offset)
+
+    def source_mask(self, src: Tensor) -> Tensor:
+        """``(batch, 1, 1, seq_s)`` bool, ``True`` = real source token (may be attended to)."""
+        return padding_mask(src, self.config.pad_id)
+
+    def encode(self, src: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor, list[Tensor]]:
+        """Encode source ids ``(batch, seq_s)``.
+
+        Returns:
+            memory ``(batch, seq_s, d_model)``, the source mask ``(batch, 1, 1, seq_s)``, and the
+            encoder self-attention weights per layer (empty unless ``need_weights``).
+
+        Raises:
+            ValueError: ids not 2-D integers, out of the vocabulary, or longer than ``max_len``.
+        """
+        self._check_tokens(src, "src", self.config.src_vocab_size)
+        mask = self.source_mask(src)
+        memory, weights = self.encoder(self._embed(src, self.src_embed), mask, need_weights)
+        return memory, mask, weights
+
+    def decode(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        src_mask: Tensor,
+        cache: list[LayerCache] | None = None,
+        offset: int = 0,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+        """Next-token logits for target ids ``tgt (batch, seq_t)`` given the encoder output.
+
+        Args:
+            tgt: target ids; with a ``cache``, only the new positions ``offset .. offset + seq_t - 1``.
+            memory: ``(batch, seq_s, d_model)`` from :meth:`encode`.
+            src_mask: ``(batch, 1, 1, seq_s)`` from :meth:`encode`.
+            cache: per-layer :class:`LayerCache` list from :meth:`new_cache` (incremental decoding).
+            offset: position of ``tgt[:, 0]``.
+            need_weights: also return the attention weights.
+
+        Returns:
+            logits ``(batch, seq_t, tgt_vocab_size)``, decoder self-attention weights per layer,
+            cross-attention weights per layer.
+        """
+        self._check_tokens(tgt, "tgt", self.config.tgt_vocab_size)
+        t_new = tgt.size(1)
+        if cache is None or offset == 0:
+            self_mask = causal_mask(t_new, tgt.device)
+        else:  # new positions see all cached ones and, causally, each other
+            self_mask = None if t_new == 1 else torch.ones(t_new, offset + t_new, dtype=torch.bool, device=tgt.device).tril(offset)
+        x = self._embed(tgt, self.tgt_embed, offset)
+        x, self_ws, cross_ws = self.decoder(x, memory, self_mask, src_mask, cache, need_weights)
+        return self.output(x), self_ws, cross_ws
+
+    def new_cache(self) -> list[LayerCache]:
+        """An empty key/value cache, one :class:`LayerCache` per decoder layer."""
+        return [LayerCache() for _ in self.decoder.layers]
+
+    def forward(self, src: Tensor, tgt: Tensor, return_attention: bool = False):
+        """Teacher-forced forward pass.
+
+        Args:
+            src: source ids ``(batch, seq_s)``, right-padded with ``pad_id``.
+            tgt: target input ids ``(batch, seq_t)`` (starting with BOS), right-padded.
+            return_attention: also return an :class:`AttentionWeights` with every layer's weights.
+
+        Returns:
+            logits ``(batch, seq_t, tgt_vocab_size)``; with ``return_attention``, the tuple
+            ``(logits, AttentionWeights)``.
+
+        Raises:
+            ValueError: ids of the wrong shape/dtype, outside the vocabulary, or longer than max_len.
+        """
+        memory, src_mask, enc_w = self.encode(src, need_weights=return_attention)
+        logits, dec_w, cross_w = self.decode(tgt, memory, src_mask, need_weights=return_attention)
+        if return_attention:
+            return logits, AttentionWeights(enc_w, dec_w, cross_w)
+        return logits
