@@ -21,9 +21,12 @@ from .tokenize import load_tokenizer, save_tokenizer
 from .train import TrainConfig
 from .transformer import Transformer, TransformerConfig
 
-__all__ = ["Run", "save_run", "load_run"]
+__all__ = ["Run", "save_run", "load_run", "SHIPPED_MODEL"]
 
 _FILES = ("config.json", "model.pt", "tokenizer.json")
+
+#: The trained German→English model that ships with the book (``models/de-en`` in the repository).
+SHIPPED_MODEL = Path(__file__).resolve().parent.parent / "models" / "de-en"
 
 
 @dataclass

@@ -42,6 +42,7 @@ __all__ = [
     "evaluate_loss",
     "train",
     "TrainResult",
+    "amp_context",
 ]
 
 
@@ -125,8 +126,8 @@ class TrainConfig:
         eval_every_minutes: validate this often (training minutes).
         snapshot_minutes: also save the model's weights when training time passes these minutes.
         seed: seeds Python, torch and the batch order.
-        amp: mixed precision where it pays off: on CUDA (bf16 where supported, else fp16 with loss
-            scaling) and on CPUs with native bfloat16 (AMX / AVX512-BF16); weights stay float32.
+        amp: mixed precision on CUDA (bf16 where supported, else fp16 with loss scaling); weights
+            stay float32. Ignored on CPU and MPS (see :func:`amp_context`).
         max_len: drop training pairs longer than this many sub-words on either side.
     """
 
@@ -203,23 +204,16 @@ def evaluate_loss(model: nn.Module, batches: list[Batch], device: torch.device |
     return total / max(count, 1)
 
 
-def cpu_has_bf16() -> bool:
-    """True when this CPU computes bfloat16 natively (Intel AMX or AVX512-BF16), where autocast pays off."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = f.read()
-    except OSError:
-        return False
-    return "amx_bf16" in flags or "avx512_bf16" in flags
+def amp_context(device: torch.device, enabled: bool = True):
+    """Mixed precision on CUDA: autocast to bf16 where supported, else fp16 (with loss scaling in :func:`train`).
 
-
-def _amp_context(device: torch.device, enabled: bool):
-    """Mixed precision: bf16 (or fp16 with loss scaling) on CUDA; bf16 on CPUs that have it natively."""
+    Returns ``(context manager, dtype or None)``. On CPU and MPS it returns a disabled context: measured
+    with ``bench/train_speed.py`` on a CPU with native bfloat16 (Intel AMX), bf16 autocast trained the
+    capstone model about 25 % *slower* than float32, so the book keeps CPUs in float32.
+    """
     if enabled and device.type == "cuda":
         dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         return torch.autocast("cuda", dtype=dtype), dtype
-    if enabled and device.type == "cpu" and cpu_has_bf16():
-        return torch.autocast("cpu", dtype=torch.bfloat16), torch.bfloat16
     return torch.autocast(device.type, enabled=False), None
 
 
@@ -282,7 +276,7 @@ def train(
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=config.betas, eps=config.eps)
     factor = config.lr_factor(d_model)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: noam_lr(s + 1, d_model, config.warmup, factor))
-    amp_ctx, amp_dtype = _amp_context(device, config.amp)
+    amp_ctx, amp_dtype = amp_context(device, config.amp)
     scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype == torch.float16)
 
     result, epoch = TrainResult(), 0
@@ -360,7 +354,7 @@ def train(
             result.minutes = train_s / 60.0
             running_loss += loss.item()
             running_n += 1
-            bar.update(step_s if budget_s is not None else 1)
+            bar.update(min(step_s, max(budget_s - bar.n, 0.0)) if budget_s is not None else 1)
             bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
             while snapshots and train_s >= snapshots[0] * 60.0:
                 m = snapshots.pop(0)
@@ -400,7 +394,7 @@ def _parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--device", default=None, help="cuda, mps or cpu (default: best available)")
-    p.add_argument("--no-amp", action="store_true", help="disable mixed precision (bf16/fp16 autocast)")
+    p.add_argument("--no-amp", action="store_true", help="disable mixed precision on CUDA (bf16/fp16 autocast)")
     p.add_argument("--data", default=None, help="folder with the Multi30k .gz files (default: MULTI30K_DIR or download)")
     p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
     p.add_argument("--save-dtype", choices=("float32", "float16"), default="float32",
@@ -447,7 +441,7 @@ def main(argv=None) -> None:
     )
     if device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name()
-    info["amp"] = str(_amp_context(device, tconf.amp)[1])
+    info["amp"] = str(amp_context(device, tconf.amp)[1])
     if args.bleu:
         from .translate import evaluate_bleu
 

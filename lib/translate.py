@@ -16,10 +16,12 @@ import torch
 from .data import load_multi30k
 from .decode import beam_search, greedy_decode
 from .metrics import BleuResult, corpus_bleu
-from .tokenize import EOS_ID, PAD_ID, decode, encode
-from .transformer import Transformer
+from dataclasses import dataclass
 
-__all__ = ["translate", "evaluate_bleu"]
+from .tokenize import BOS_ID, EOS_ID, PAD_ID, decode, encode
+from .transformer import AttentionWeights, Transformer
+
+__all__ = ["translate", "evaluate_bleu", "TranslationAttention", "translation_attention"]
 
 
 @torch.no_grad()
@@ -86,6 +88,57 @@ def evaluate_bleu(
     pairs = load_multi30k(split, root)
     hyps = translate(model, tokenizer, [de for de, _ in pairs], beam_size=beam_size, alpha=alpha, device=device)
     return corpus_bleu(hyps, [en for _, en in pairs])
+
+
+@dataclass
+class TranslationAttention:
+    """A translation with every attention map the model computed for it.
+
+    ``source_tokens``: source sub-words plus ``</s>`` (the keys of cross-attention, length seq_s).
+    ``target_tokens``: the sub-words the decoder produced plus ``</s>`` (length seq_t): row t of a
+    decoder map is the query that *predicted* target_tokens[t].
+    ``weights``: :class:`~lib.transformer.AttentionWeights` with batch size 1, e.g.
+    ``weights.cross[layer][0]`` of shape ``(heads, seq_t, seq_s)``.
+    """
+
+    source: str
+    translation: str
+    source_tokens: list[str]
+    target_tokens: list[str]
+    weights: AttentionWeights
+
+
+@torch.no_grad()
+def translation_attention(model: Transformer, tokenizer, source: str, translation: str | None = None) -> TranslationAttention:
+    """Translate ``source`` greedily (or force ``translation``) and return the attention weights of every layer.
+
+    Args:
+        model: a trained Transformer.
+        tokenizer: its tokenizer.
+        source: one source sentence.
+        translation: a target sentence to score instead of the model's own greedy output.
+
+    Returns:
+        A :class:`TranslationAttention` whose token lists label the weights' axes.
+    """
+    model.eval()
+    device = next(model.parameters()).device
+    src_ids = encode(tokenizer, source)[: model.config.max_len - 1] + [EOS_ID]
+    src = torch.tensor([src_ids], device=device)
+    if translation is None:
+        tgt_ids = greedy_decode(model, src)[0]
+    else:
+        tgt_ids = encode(tokenizer, translation)[: model.config.max_len - 1]
+    tgt_in = torch.tensor([[BOS_ID] + tgt_ids], device=device)
+    _, weights = model(src, tgt_in, return_attention=True)
+    name = tokenizer.id_to_token
+    return TranslationAttention(
+        source=source,
+        translation=decode(tokenizer, tgt_ids),
+        source_tokens=[name(i) for i in src_ids],
+        target_tokens=[name(i) for i in tgt_ids] + [name(EOS_ID)],
+        weights=weights,
+    )
 
 
 def main(argv=None) -> None:

@@ -36,16 +36,9 @@ from lib.data import (
 
 
 @pytest.fixture(scope="module")
-def local_dir():
-    """The folder with the six real Multi30k files, or skip."""
-    directory = data_dir()
-    missing = [name for name in SHA256 if not (directory / name).is_file()]
-    if missing:
-        pytest.skip(
-            f"Multi30k data not found in {directory} (missing {missing}): set MULTI30K_DIR to a folder "
-            f"holding the six .gz files"
-        )
-    return directory
+def local_dir(multi30k_dir):
+    """The folder with the six real Multi30k files, or skip (see conftest.py)."""
+    return multi30k_dir
 
 
 @pytest.fixture

@@ -133,7 +133,7 @@ def test_bleu_errors():
 
 
 @pytest.fixture(scope="module")
-def small_real_data():
+def small_real_data(multi30k_dir):
     pairs = load_multi30k("train")[:2000]
     tok = train_bpe([s for p in pairs for s in p], vocab_size=1000)
     examples = encode_pairs(pairs, tok, max_len=40)

@@ -1,0 +1,71 @@
+"""Test BLEU of a run's snapshots: what each extra minute of training bought.
+
+`python -m lib.train ... --snapshots 5,10,20,35 --out runs/de-en` saves the weights after 5, 10, 20 and 35
+minutes of training. This script decodes the Multi30k test set with each snapshot and with the final model
+(greedy, and beam search for the final model), prints a table, and records the figures in the run's
+results.json (keys ``bleu_at_minutes``, ``test_bleu_greedy``, ``test_bleu_beam``), measured on the model
+exactly as saved (e.g. float16 weights).
+
+    python bench/bleu_at_budgets.py --run runs/de-en [--beam 5] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from pathlib import Path
+
+import torch
+
+from lib.checkpoint import load_run
+from lib.translate import evaluate_bleu
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--run", required=True, help="run folder written by python -m lib.train")
+    p.add_argument("--beam", type=int, default=5, help="beam width for the final model (0 = skip)")
+    p.add_argument("--alpha", type=float, default=0.6)
+    p.add_argument("--split", default="test_2016_flickr")
+    p.add_argument("--threads", type=int, default=None)
+    args = p.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    folder = Path(args.run)
+    run = load_run(folder)
+    snapshots = sorted(folder.glob("model_*min.pt"), key=lambda f: float(re.findall(r"model_(.*)min", f.name)[0]))
+    table = {}
+    for snap in snapshots:
+        minutes = float(re.findall(r"model_(.*)min", snap.name)[0])
+        state = torch.load(snap, map_location="cpu", weights_only=True)
+        run.model.load_state_dict(state)
+        start = time.perf_counter()
+        bleu = evaluate_bleu(run.model, run.tokenizer, args.split)
+        table[f"{minutes:g}"] = round(bleu.score, 2)
+        print(f"{minutes:5g} min: greedy BLEU {bleu.score:5.2f}  ({time.perf_counter() - start:.0f} s to decode)")
+
+    final = load_run(folder)  # the weights as saved in model.pt
+    minutes = final.results.get("minutes")
+    start = time.perf_counter()
+    greedy = evaluate_bleu(final.model, final.tokenizer, args.split)
+    greedy_s = time.perf_counter() - start
+    table[f"{minutes:g}" if minutes else "final"] = round(greedy.score, 2)
+    print(f"final ({minutes} min): greedy BLEU {greedy.score:.2f} ({greedy_s:.0f} s)  {greedy.signature}")
+    results = dict(final.results, bleu_at_minutes=table, test_bleu_greedy=round(greedy.score, 2),
+                   bleu_signature=greedy.signature, greedy_decode_seconds=round(greedy_s, 1))
+    if args.beam > 1:
+        start = time.perf_counter()
+        beam = evaluate_bleu(final.model, final.tokenizer, args.split, beam_size=args.beam, alpha=args.alpha)
+        beam_s = time.perf_counter() - start
+        print(f"final: beam {args.beam} (alpha {args.alpha}) BLEU {beam.score:.2f} ({beam_s:.0f} s)")
+        results.update(test_bleu_beam=round(beam.score, 2), beam_size=args.beam, beam_alpha=args.alpha,
+                       beam_decode_seconds=round(beam_s, 1))
+    (folder / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    print(f"recorded in {folder / 'results.json'}")
+
+
+if __name__ == "__main__":
+    main()
