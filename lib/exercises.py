@@ -240,6 +240,8 @@ def _pe_row_variants(pos: int, d_model: int) -> dict[str, np.ndarray]:
             "the cos column 2i+1 used its own index in the exponent; it must share the frequency "
             "of its sin partner: 10000^(2i/d_model) for both":
                 np.where(even, np.sin(pos / 10000.0 ** (j / d_model)), np.cos(pos / 10000.0 ** (j / d_model))),
+            "you used i as the exponent; it is 2i/d_model, i.e. 10000^(2i/d_model)":
+                np.where(even, np.sin(pos / 10000.0 ** i), np.cos(pos / 10000.0 ** i)),
             "you forgot to divide the exponent by d_model: it is 10000^(2i/d_model)":
                 np.where(even, np.sin(pos / 10000.0 ** two_i), np.cos(pos / 10000.0 ** two_i)),
             "you multiplied pos by 10000^(2i/d_model); divide instead":

@@ -1,0 +1,211 @@
+"""Tests of lib.exercises: every registered exercise accepts a correct answer and explains a typical wrong one.
+
+The correct answers here are written with ``lib`` (not copied from the chapters), the wrong answers are the
+mistakes readers make (sin and cos swapped, i instead of 2i, a missing √d_model, ...), and each wrong answer
+must give ❌ with a message that names the mistake, never a traceback.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from lib.exercises import EXERCISES, Exercise, check, exercise, list_exercises
+from lib.positional import sinusoidal_positional_encoding
+
+# --- answers, correct and wrong, written with lib -------------------------------------------------
+
+
+def pe_row_correct(pos, d_model):
+    return sinusoidal_positional_encoding(pos + 1, d_model)[pos]
+
+
+def pe_row_swapped(pos, d_model):
+    row = pe_row_correct(pos, d_model)
+    return row.view(-1, 2).flip(-1).reshape(-1)  # cos in the even columns, sin in the odd ones
+
+
+def _pe_row_with_exponent(pos, d_model, exponent):
+    j = np.arange(d_model)
+    angle = pos / 10000.0 ** exponent(j)
+    return np.where(j % 2 == 0, np.sin(angle), np.cos(angle))
+
+
+def pe_row_i_not_2i(pos, d_model):
+    return _pe_row_with_exponent(pos, d_model, lambda j: (j // 2) / d_model)
+
+
+def pe_row_own_index(pos, d_model):
+    return _pe_row_with_exponent(pos, d_model, lambda j: j / d_model)
+
+
+def pe_row_exponent_i(pos, d_model):
+    return _pe_row_with_exponent(pos, d_model, lambda j: (j // 2).astype(float))
+
+
+def pe_row_no_divide(pos, d_model):
+    return _pe_row_with_exponent(pos, d_model, lambda j: (j - j % 2).astype(float))
+
+
+def shift_matrix_correct(k, d_model):
+    # Solve PE(pos + k) = M PE(pos) from the table itself: least squares over 1000 positions.
+    pe = sinusoidal_positional_encoding(1000 + abs(k), d_model).double()
+    start = max(0, -k)
+    a, b = pe[start:start + 1000 - abs(k)], pe[start + k:start + k + 1000 - abs(k)]
+    return torch.linalg.lstsq(a, b).solution.T  # rows of b = rows of a @ Mᵀ
+
+
+def shift_matrix_transposed(k, d_model):
+    return shift_matrix_correct(k, d_model).T
+
+
+def encoder_input_correct(emb):
+    d_model = emb.size(-1)
+    return emb * math.sqrt(d_model) + sinusoidal_positional_encoding(emb.size(1), d_model)
+
+
+def encoder_input_unscaled(emb):
+    return emb + sinusoidal_positional_encoding(emb.size(1), emb.size(-1))
+
+
+def encoder_input_times_d(emb):
+    return emb * emb.size(-1) + sinusoidal_positional_encoding(emb.size(1), emb.size(-1))
+
+
+# name -> (correct answer, [(wrong answer, words the ❌ message must contain), ...])
+CASES = {
+    "pe_row": (pe_row_correct, [
+        (pe_row_swapped, "swapped sin and cos"),
+        (pe_row_i_not_2i, "i instead of 2i"),
+        (pe_row_own_index, "share the frequency"),
+        (pe_row_no_divide, "divide the exponent by d_model"),
+        (pe_row_exponent_i, "used i as the exponent; it is 2i/d_model"),
+        (lambda pos, d: np.sin(pe_row_correct(pos, d).numpy()), "your row is [0.74562"),  # no known mistake
+        (lambda pos, d: pe_row_correct(pos, d)[:-1], "expected d_model"),
+    ]),
+    "pe_norm": (lambda d: float(sinusoidal_positional_encoding(1, d).norm()), [
+        (lambda d: d / 2, "squared length"),
+        (lambda d: math.sqrt(d), "d_model/2 pairs"),
+        (lambda d: 16.0, "for d_model=8 your length is 16; expected 2"),
+        (lambda d: 12.0, "Hint"),
+        (16.0, "expected a function"),
+    ]),
+    "pe_shift_matrix": (shift_matrix_correct, [
+        (shift_matrix_transposed, "shifts by -k"),
+        (lambda k, d: torch.eye(d), "identity"),
+        (lambda k, d: torch.eye(d - 2), "expected (8, 8)"),
+    ]),
+    "encoder_input": (encoder_input_correct, [
+        (encoder_input_unscaled, "forgot to multiply the embeddings by √d_model"),
+        (encoder_input_times_d, "multiplied by d_model"),
+        (lambda emb: encoder_input_correct(emb)[:, :-1], "expected"),
+    ]),
+}
+
+
+def test_every_registered_exercise_has_test_cases():
+    missing = sorted(set(EXERCISES) - set(CASES))
+    assert not missing, f"add a correct and a wrong answer to CASES in tests/test_exercises.py for {missing}"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_correct_answer_passes(name, capsys):
+    assert check(name, CASES[name][0]) is True
+    out = capsys.readouterr().out
+    assert out.startswith(f"✅ {name}: correct.") and out.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "name, wrong, words",
+    [(name, wrong, words) for name, (_, wrongs) in sorted(CASES.items()) for wrong, words in wrongs],
+)
+def test_wrong_answer_fails_with_a_message_naming_the_mistake(name, wrong, words, capsys):
+    assert check(name, wrong) is False
+    out = capsys.readouterr().out
+    assert out.startswith(f"❌ {name}: ") and out.count("\n") == 1
+    assert words in out
+
+
+def test_pe_row_message_shows_the_seed_row(capsys):
+    # The first input checked is seed 001's worked row, pos = 1, d_model = 8.
+    check("pe_row", pe_row_swapped)
+    out = capsys.readouterr().out
+    assert "for pos=1, d_model=8" in out
+    assert "expected [0.84147, 0.54030, 0.09983, 0.99500, 0.01000, 0.99995, 0.00100, 1.00000]" in out
+
+
+def test_pe_row_accepts_lists_numpy_and_tensors(capsys):
+    assert check("pe_row", lambda pos, d: pe_row_correct(pos, d).tolist())
+    assert check("pe_row", lambda pos, d: pe_row_correct(pos, d).numpy())
+    assert check("pe_norm", lambda d: torch.tensor(d / 2).sqrt())
+    assert check("pe_norm", lambda d: np.float32(math.sqrt(d / 2)))
+    assert check("pe_norm", lambda d: np.array([math.sqrt(d / 2)]))
+
+
+@pytest.mark.parametrize("answer", [None, ...])
+def test_unsolved_prints_the_not_yet_message(answer, capsys):
+    assert check("pe_row", answer) is False
+    assert capsys.readouterr().out == "⏳ pe_row: not solved yet — replace the ... with your answer\n"
+
+
+def test_unknown_name_raises_and_lists_the_known_names():
+    with pytest.raises(ValueError, match="unknown exercise 'no_such'.*pe_row"):
+        check("no_such", 1)
+
+
+def test_an_answer_that_raises_gives_a_cross_not_a_traceback(capsys):
+    def broken(pos, d_model):
+        raise ValueError("d_model is odd")
+
+    assert check("pe_row", broken) is False
+    assert capsys.readouterr().out == "❌ pe_row: your function raised ValueError: d_model is odd\n"
+
+
+def test_a_function_without_return_is_reported(capsys):
+    def forgot_return(pos, d_model):
+        pe_row_correct(pos, d_model)
+
+    assert check("pe_row", forgot_return) is False
+    assert "did you forget the `return`" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name, answer, words", [
+    ("pe_row", 3, "expected a function"),
+    ("pe_row", lambda pos, d: "not numbers", "should be numbers"),
+    ("pe_norm", lambda d: "16", "single number"),
+    ("pe_norm", lambda d: [16, 16], "single number"),
+])
+def test_answers_of_the_wrong_type_give_a_cross(name, answer, words, capsys):
+    assert check(name, answer) is False
+    out = capsys.readouterr().out
+    assert out.startswith(f"❌ {name}: ") and words in out
+
+
+def test_registry_and_listing():
+    names = [ex.name for ex in list_exercises("positional_encoding")]
+    assert names == ["pe_row", "pe_norm", "pe_shift_matrix", "encoder_input"]
+    assert list_exercises("no such chapter") == []
+    assert all(isinstance(ex, Exercise) and ex.summary for ex in list_exercises())
+    assert len(list_exercises()) == len(EXERCISES)
+
+
+def test_registering_twice_raises():
+    with pytest.raises(ValueError, match="already registered"):
+        exercise("pe_row", chapter="positional_encoding", summary="again")(lambda answer: None)
+
+
+def test_a_checker_remark_is_printed_after_correct(capsys):
+    name = "_test_remark"
+
+    @exercise(name, chapter="_tests", summary="answer 42")
+    def _checker(answer):
+        if answer != 42:  # (a bare assert would get pytest's rewritten message here)
+            raise AssertionError("not 42")
+        return "Well done."
+
+    try:
+        assert check(name, 42) and capsys.readouterr().out == f"✅ {name}: correct. Well done.\n"
+        assert not check(name, 41) and capsys.readouterr().out == f"❌ {name}: not 42\n"
+    finally:
+        del EXERCISES[name]
