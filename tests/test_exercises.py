@@ -104,9 +104,24 @@ CASES = {
 }
 
 
+def _all_cases() -> dict:
+    """CASES of this file and of every tests/test_exercises_<chapter>.py (one per chapter)."""
+    import importlib.util
+    from pathlib import Path
+
+    cases = dict(CASES)
+    for path in sorted(Path(__file__).parent.glob("test_exercises_*.py")):
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        cases.update(module.CASES)
+    return cases
+
+
 def test_every_registered_exercise_has_test_cases():
-    missing = sorted(set(EXERCISES) - set(CASES))
-    assert not missing, f"add a correct and a wrong answer to CASES in tests/test_exercises.py for {missing}"
+    missing = sorted(set(EXERCISES) - set(_all_cases()))
+    assert not missing, (f"add a correct and a wrong answer to CASES (tests/test_exercises.py, or the chapter's "
+                         f"tests/test_exercises_<chapter>.py) for {missing}")
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -1,0 +1,219 @@
+"""Checkable exercises: ``check("pe_row", my_function)`` prints one friendly line and returns True/False.
+
+Every chapter ends with exercises. A reader writes an answer (a function or a value) and calls
+:func:`check` with the exercise's name; the registered checker compares the answer with ``lib`` on a
+few inputs, including the edge the exercise is about, and :func:`check` prints one line::
+
+    ✅ pe_row: correct. <a short remark>
+    ❌ pe_row: for pos=1, d_model=8 your row is [...]; expected [...]. It looks like ...
+    ⏳ pe_row: not solved yet — replace the ... with your answer
+
+A wrong answer never raises: an exception from the reader's function is reported on the ❌ line.
+Only a programming error raises, e.g. an unknown exercise name (:class:`ValueError`).
+
+Adding an exercise (one module per chapter, ``lib/exercises/<chapter>.py``, imported at the end of
+this file)::
+
+    @exercise("softmax_row", chapter="preliminaries", summary="softmax(z) of a 1-D list of scores")
+    def _check_softmax_row(answer) -> str | None:
+        got = _as_array(_call(answer, [0.5, 0.8, 0.6]), "softmax([0.5, 0.8, 0.6])")
+        if not np.allclose(got, [0.28943, 0.39069, 0.31987], atol=1e-5):
+            raise AssertionError(f"your softmax is {_fmt(got)}; expected [0.28943, 0.39069, 0.31987]")
+        return "an optional remark shown after 'correct.'"
+
+A checker raises ``AssertionError("helpful message")`` when the answer is wrong (use ``raise``, not a bare
+``assert``, which ``python -O`` removes). It calls the reader's function through :func:`_call`, so that an
+exception the reader's code raises is reported as "your function raised ...", not as a failure of the checker,
+and a function that forgot its ``return`` is named as such.
+
+Source: the exercise/solution pattern of the QuantEcon lectures (``sphinx-exercise``).
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+
+__all__ = ["Exercise", "EXERCISES", "exercise", "check", "list_exercises"]
+
+Checker = Callable[[Any], "str | None"]
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One registered exercise.
+
+    Attributes:
+        name: the key readers pass to :func:`check`, e.g. ``"pe_row"``.
+        chapter: the chapter's file stem, e.g. ``"positional_encoding"``.
+        summary: one line saying what the answer is.
+        checker: ``checker(answer) -> str | None``; raises ``AssertionError`` with a helpful
+            message when the answer is wrong, returns an optional short remark when it is right.
+    """
+
+    name: str
+    chapter: str
+    summary: str
+    checker: Checker
+
+
+EXERCISES: dict[str, Exercise] = {}
+
+
+def exercise(name: str, chapter: str, summary: str) -> Callable[[Checker], Checker]:
+    """Decorator that registers ``checker`` in :data:`EXERCISES` under ``name``.
+
+    Args:
+        name: unique exercise name (what readers pass to :func:`check`).
+        chapter: the chapter's file stem, e.g. ``"positional_encoding"``.
+        summary: one line saying what the answer is.
+
+    Returns:
+        The decorator; it returns the checker unchanged.
+
+    Raises:
+        ValueError: ``name`` is empty or already registered.
+    """
+    if not name:
+        raise ValueError("exercise name must be a non-empty string")
+
+    def register(checker: Checker) -> Checker:
+        if name in EXERCISES:
+            raise ValueError(f"exercise {name!r} is already registered (chapter {EXERCISES[name].chapter!r})")
+        EXERCISES[name] = Exercise(name, chapter, summary, checker)
+        return checker
+
+    return register
+
+
+def list_exercises(chapter: str | None = None) -> list[Exercise]:
+    """The registered exercises in registration order, optionally only those of one chapter.
+
+    Args:
+        chapter: a chapter's file stem (e.g. ``"positional_encoding"``); None: all chapters.
+
+    Returns:
+        A list of :class:`Exercise` (empty for a chapter without exercises).
+    """
+    return [ex for ex in EXERCISES.values() if chapter is None or ex.chapter == chapter]
+
+
+class _AnswerRaised(Exception):
+    """The reader's function raised; carries the original exception."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(str(original))
+        self.original = original
+
+
+def _call(fn: Callable[..., Any], *args: Any) -> Any:
+    """Call the reader's function; an exception it raises becomes :class:`_AnswerRaised`.
+
+    Raises:
+        _AnswerRaised: the reader's function raised (reported by :func:`check`).
+        AssertionError: it returned None or ``...`` (a forgotten ``return``).
+    """
+    try:
+        result = fn(*args)
+    except Exception as err:  # noqa: BLE001 - any error of the reader's code is reported, not raised
+        raise _AnswerRaised(err) from err
+    if result is None or result is Ellipsis:
+        raise AssertionError(f"your function returned {result!r} — did you forget the `return` statement?")
+    return result
+
+
+def check(name: str, answer: Any) -> bool:
+    """Check a reader's answer to exercise ``name`` and print one line saying how it went.
+
+    Args:
+        name: the exercise's name, e.g. ``"pe_row"`` (see :func:`list_exercises`).
+        answer: the reader's function or value. ``None`` or ``...`` means "not solved yet".
+
+    Returns:
+        True when the answer is correct, False otherwise (also when the reader's function raised).
+
+    Raises:
+        ValueError: ``name`` is not a registered exercise (the message lists the known names).
+    """
+    if name not in EXERCISES:
+        known = ", ".join(sorted(EXERCISES)) or "(none)"
+        raise ValueError(f"unknown exercise {name!r}; known exercises: {known}")
+    if answer is None or answer is Ellipsis:
+        print(f"⏳ {name}: not solved yet — replace the ... with your answer")
+        return False
+    try:
+        remark = EXERCISES[name].checker(answer)
+    except _AnswerRaised as err:
+        e = err.original
+        print(f"❌ {name}: your function raised {type(e).__name__}: {e}")
+        return False
+    except AssertionError as err:
+        print(f"❌ {name}: {err}")
+        return False
+    except Exception as err:  # noqa: BLE001 - an answer of an unexpected type must not crash the page
+        print(f"❌ {name}: could not check your answer ({type(err).__name__}: {err})")
+        return False
+    print(f"✅ {name}: correct." + (f" {remark}" if remark else ""))
+    return True
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers for checkers
+# --------------------------------------------------------------------------------------------
+
+
+def _fmt(values: Any, digits: int = 5, max_items: int = 8) -> str:
+    """A short readable vector: ``[0.84147, 0.54030, ...]`` (first ``max_items`` entries)."""
+    flat = np.asarray(values, dtype=float).ravel()
+    items = [f"{v:.{digits}f}" for v in flat[:max_items]]
+    if flat.size > max_items:
+        items.append(f"… ({flat.size} values)")
+    return "[" + ", ".join(items) + "]"
+
+
+def _as_array(x: Any, what: str) -> np.ndarray:
+    """A float64 numpy array from a list, tuple, numpy array or tensor; AssertionError otherwise."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().double().numpy()
+    try:
+        return np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise AssertionError(
+            f"{what} should be numbers (a list, numpy array or tensor), got {type(x).__name__}"
+        ) from None
+
+
+def _as_number(x: Any, what: str) -> float:
+    """A float from a Python number, a numpy scalar or a one-element tensor/array; AssertionError otherwise."""
+    if isinstance(x, bool):
+        raise AssertionError(f"{what} should be a number, got {x!r}")
+    if isinstance(x, numbers.Real):
+        return float(x)
+    if isinstance(x, torch.Tensor) and x.numel() == 1:
+        return float(x.item())
+    if isinstance(x, np.ndarray) and x.size == 1:
+        return float(x.item())
+    raise AssertionError(f"{what} should be a single number, got {type(x).__name__}")
+
+
+def _require_callable(answer: Any, signature: str) -> None:
+    if not callable(answer):
+        raise AssertionError(f"expected a function {signature}, got {type(answer).__name__} {answer!r:.40}")
+
+
+def _diagnose(got: np.ndarray, variants: dict[str, np.ndarray], atol: float) -> str:
+    """' It looks like <mistake>.' when ``got`` equals one of the known wrong ``variants``, else ''."""
+    for mistake, wrong in variants.items():
+        if wrong.shape == got.shape and np.allclose(got, wrong, atol=atol, rtol=0.0):
+            return f" It looks like {mistake}."
+    return ""
+
+
+# Each chapter's checkers live in their own module and register themselves on import.
+from . import positional_encoding  # noqa: E402,F401  (registers pe_row, pe_norm, ...)
