@@ -406,6 +406,18 @@ def _parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
+def _cpu_name() -> str:
+    """The CPU's model name (Linux /proc/cpuinfo), else what ``platform`` knows."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return f"{line.split(':', 1)[1].strip()} ({os.cpu_count()} cores)"
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def main(argv=None) -> None:
     from .checkpoint import save_run
     from .tokenize import multi30k_tokenizer
@@ -435,7 +447,7 @@ def main(argv=None) -> None:
     result = train(model, train_ex, val_batches, tconf, out_dir=args.out, resume=args.resume, device=device)
     info = dict(
         command="python -m lib.train " + " ".join(argv if argv is not None else __import__("sys").argv[1:]),
-        device=str(device), threads=torch.get_num_threads(), machine=platform.processor() or platform.machine(),
+        device=str(device), threads=torch.get_num_threads(), machine=_cpu_name(),
         steps=result.steps, minutes=round(result.minutes, 2), tokens_per_second=round(result.tokens_per_second, 1),
         final_val_loss=result.history[-1]["val_loss"], stopped_by=result.stopped_by,
     )

@@ -217,3 +217,5 @@ def _diagnose(got: np.ndarray, variants: dict[str, np.ndarray], atol: float) -> 
 
 # Each chapter's checkers live in their own module and register themselves on import.
 from . import positional_encoding  # noqa: E402,F401  (registers pe_row, pe_norm, ...)
+from . import multihead_attention  # noqa: E402,F401
+from . import transformer  # noqa: E402,F401

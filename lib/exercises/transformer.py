@@ -1,0 +1,190 @@
+"""Checkers of the chapter "The Transformer" (registered in :data:`lib.exercises.EXERCISES` on import)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..attention import causal_mask
+from ..train import noam_lr
+from ..transformer import Transformer, TransformerConfig
+from . import _as_array, _as_number, _call, _diagnose, _fmt, _require_callable, exercise
+
+# --------------------------------------------------------------------------------------------
+# Chapter: transformer
+# --------------------------------------------------------------------------------------------
+
+_CHAPTER = "transformer"
+
+
+# --- layer_norm -------------------------------------------------------------------------------
+
+def _layer_norm_inputs() -> list[torch.Tensor]:
+    """Seed 001's embedded row 0 first, then a batch with a constant row (the ε edge), then a 3-D tensor."""
+    gen = torch.Generator().manual_seed(0)
+    return [
+        torch.tensor([[1.0, 3.0, 3.0, 5.0]]),
+        torch.tensor([[1.0, 3.0, 3.0, 5.0], [2.0, 2.0, 2.0, 2.0], [0.5, -1.0, 4.0, 0.0]]),
+        torch.randn(2, 5, 8, generator=gen) * 3 + 1,
+    ]
+
+
+def _layer_norm_variants(x: torch.Tensor) -> dict[str, np.ndarray]:
+    """Typical wrong answers, keyed by the mistake that produces them."""
+    eps = 1e-5
+    mean = x.mean(-1, keepdim=True)
+    var = x.var(-1, unbiased=False, keepdim=True)
+    out = {
+        "you used the unbiased variance (dividing by d - 1, torch.var's default); LayerNorm divides by d: "
+        "use x.var(-1, unbiased=False) or ((x - μ)²).mean(-1)":
+            (x - mean) / torch.sqrt(x.var(-1, unbiased=True, keepdim=True) + eps),
+        "you divided by the variance σ²; divide by the standard deviation √(σ² + ε)":
+            (x - mean) / (var + eps),
+        "you forgot to subtract the mean μ":
+            x / torch.sqrt(var + eps),
+    }
+    if x.dim() >= 2:  # for a single row this gives zeros: each column is normalised over one value
+        m0, v0 = x.mean(0, keepdim=True), x.var(0, unbiased=False, keepdim=True)
+        out["you normalised over the first axis (across the batch, as BatchNorm does); LayerNorm normalises "
+            "each row over its last axis, the features"] = (x - m0) / torch.sqrt(v0 + eps)
+    return {k: v.double().numpy() for k, v in out.items()}
+
+
+@exercise("layer_norm_last_axis", chapter=_CHAPTER,
+          summary="layer_norm(x): normalise a tensor over its last axis (mean 0, variance 1, ε = 1e-5)")
+def _check_layer_norm(answer: Any) -> str | None:
+    """``answer(x)`` must equal ``F.layer_norm(x, x.shape[-1:], eps=1e-5)`` (γ = 1, β = 0)."""
+    _require_callable(answer, "layer_norm(x)")
+    for x in _layer_norm_inputs():
+        expected = F.layer_norm(x, x.shape[-1:], eps=1e-5).double().numpy()
+        got = _as_array(_call(answer, x.clone()), f"layer_norm(x of shape {tuple(x.shape)})")
+        if got.shape != expected.shape:
+            raise AssertionError(
+                f"for x of shape {tuple(x.shape)} your output has shape {got.shape}; expected {expected.shape} "
+                "(LayerNorm keeps the shape)"
+            )
+        if np.isnan(got).any():
+            raise AssertionError(
+                f"for x = {_fmt(x[1] if x.size(0) > 1 else x[0])}... your output contains NaN. It looks like you "
+                "forgot ε: a constant row has σ² = 0, and (x - μ)/√σ² is 0/0; divide by √(σ² + ε) with ε = 1e-5"
+            )
+        if not np.allclose(got, expected, atol=1e-4, rtol=1e-4):
+            hint = _diagnose(got, _layer_norm_variants(x), atol=1e-4)
+            raise AssertionError(
+                f"for x of shape {tuple(x.shape)} your first row is {_fmt(got.reshape(-1, x.shape[-1])[0])}; "
+                f"expected {_fmt(expected.reshape(-1, x.shape[-1])[0])}.{hint}"
+            )
+    return ("Seed 001's embedded row [1, 3, 3, 5] has μ = 3 and σ² = 2, so it becomes about "
+            "[-1.414, 0, 0, 1.414]: each row is normalised on its own, whatever else is in the batch.")
+
+
+# --- tied_params ------------------------------------------------------------------------------
+
+def _embedding_and_output_params(vocab_size: int, d_model: int, shared: bool) -> int:
+    """Parameters of src_embed, tgt_embed and output of a lib Transformer, a tied matrix counted once."""
+    config = TransformerConfig(vocab_size, vocab_size, d_model=d_model, num_heads=1, num_encoder_layers=0,
+                               num_decoder_layers=1, d_ff=1, share_embeddings=shared)
+    model = Transformer(config)
+    unique = {id(p): p for m in (model.src_embed, model.tgt_embed, model.output) for p in m.parameters()}
+    return sum(p.numel() for p in unique.values())
+
+
+@exercise("tied_embedding_params", chapter=_CHAPTER,
+          summary="embedding_params(vocab_size, d_model, shared): parameters of the two embeddings and the "
+                  "output projection, tied or not")
+def _check_tied_params(answer: Any) -> str | None:
+    """``answer(V, d, shared)`` must count src embedding + tgt embedding + output projection as lib builds them."""
+    _require_callable(answer, "embedding_params(vocab_size, d_model, shared)")
+    for vocab_size, d_model, shared in [(10000, 512, True), (10000, 512, False), (8000, 128, True),
+                                        (8000, 128, False), (37000, 512, True)]:
+        expected = _embedding_and_output_params(vocab_size, d_model, shared)
+        value = _as_number(_call(answer, vocab_size, d_model, shared),
+                           f"embedding_params({vocab_size}, {d_model}, {shared})")
+        if value == expected:
+            continue
+        vd = vocab_size * d_model
+        wrong = {
+            3 * vd: "you counted the shared matrix three times; tied weights are one tensor and count once",
+            2 * vd: ("you counted two matrices; there are three: the source embedding, the target embedding "
+                     "and the output projection") if not shared else
+                    "you counted the shared matrix twice; with shared=True all three are one matrix",
+            vd + vocab_size: "you added a bias of vocab_size; lib's output projection has no bias (bias=False)",
+            3 * vd + vocab_size: "you added a bias of vocab_size; lib's output projection has no bias (bias=False)",
+            vd: "with shared=False nothing is tied: three separate vocab_size × d_model matrices",
+        }
+        why = wrong.get(int(value)) if float(value).is_integer() else None
+        hint = f" It looks like {why}." if why else " Hint: each matrix is vocab_size × d_model."
+        raise AssertionError(
+            f"for vocab_size={vocab_size}, d_model={d_model}, shared={shared} your count is {value:,.0f}; "
+            f"expected {expected:,}.{hint}"
+        )
+    return ("Seed 001's output layer alone, 512 × 10,000, is 5,120,000 weights; tying saves two such matrices.")
+
+
+# --- noam_peak --------------------------------------------------------------------------------
+
+@exercise("noam_peak", chapter=_CHAPTER,
+          summary="noam_peak(d_model, warmup): the largest learning rate of the warm-up schedule (factor 1)")
+def _check_noam_peak(answer: Any) -> str | None:
+    """``answer(d_model, warmup)`` must return max_step noam_lr(step, d_model, warmup) = noam_lr(warmup, ...)."""
+    _require_callable(answer, "noam_peak(d_model, warmup)")
+    for d_model, warmup in [(512, 4000), (128, 400), (1024, 16000), (64, 1)]:
+        expected = max(noam_lr(s, d_model, warmup) for s in range(max(1, warmup - 2), warmup + 3))
+        value = _as_number(_call(answer, d_model, warmup), f"noam_peak({d_model}, {warmup})")
+        if math.isclose(value, expected, rel_tol=1e-6):
+            continue
+        wrong = {
+            warmup**-0.5: "you forgot the factor d_model^-0.5",
+            d_model**-0.5: "you forgot the warm-up term: at step = warmup both branches equal warmup^-0.5",
+            d_model**-0.5 * warmup**-1.5: "you evaluated step · warmup^-1.5 at step 1; the peak is at step = warmup",
+            d_model**-0.5 * warmup**0.5: "you evaluated warmup^+0.5; the peak is warmup · warmup^-1.5 = warmup^-0.5",
+            (d_model * warmup) ** 0.5: "that is the inverse of the peak: (d_model · warmup)^-0.5",
+        }
+        why = next((w for v, w in wrong.items() if math.isclose(value, v, rel_tol=1e-6)), None)
+        hint = f" It looks like {why}." if why else " Hint: the two branches of the min are equal at step = warmup."
+        raise AssertionError(
+            f"for d_model={d_model}, warmup={warmup} your peak is {value:.6g}; expected {expected:.6g}.{hint}"
+        )
+    return ("The peak is (d_model · warmup)^-0.5: 6.99e-4 for the paper's base model; TrainConfig.lr_factor "
+            "rescales it to peak_lr.")
+
+
+# --- causal_mask ------------------------------------------------------------------------------
+
+@exercise("decoder_causal_mask", chapter=_CHAPTER,
+          summary="causal(n): the (n, n) bool mask, True = may attend, with which a decoder cannot see the future")
+def _check_causal_mask(answer: Any) -> str | None:
+    """``answer(n)`` must equal ``lib.attention.causal_mask(n)`` (bool or 0/1 values)."""
+    _require_callable(answer, "causal(n)")
+    for n in (4, 1, 7):
+        expected = causal_mask(n).numpy()
+        raw = _call(answer, n)
+        got = _as_array(raw, f"causal({n})")
+        if got.shape != expected.shape:
+            raise AssertionError(f"for n={n} your mask has shape {got.shape}; expected ({n}, {n})")
+        if np.isinf(got).any() or (got < 0).any():
+            raise AssertionError(
+                f"for n={n} your mask holds {_fmt(np.unique(got))}: that is an additive mask (0 and -inf, as seed 001 "
+                "adds -1e10 before the softmax); lib's masks are booleans with True = may attend"
+            )
+        if not np.isin(got, [0.0, 1.0]).all():
+            raise AssertionError(f"for n={n} your mask holds values other than True/False: {_fmt(np.unique(got))}")
+        got = got.astype(bool)
+        if (got == expected).all():
+            continue
+        variants = {
+            "you inverted the meaning: in lib True = may attend, False = masked": ~expected,
+            "your mask is the transpose: row t is the query and may see the columns 0..t, not t..n-1": expected.T,
+            "a position may also attend to itself: keep the diagonal (torch.tril, not tril(-1))": np.tril(expected, -1),
+            "you masked the past instead of the future; row t may see the columns 0..t": np.triu(np.ones((n, n), bool), 1),
+        }
+        hint = next((f" It looks like {m}." for m, v in variants.items() if (v == got).all()), "")
+        raise AssertionError(
+            f"for n={n} your row 0 is {got[0].astype(int).tolist()} and row {n - 1} is {got[-1].astype(int).tolist()}; "
+            f"expected {expected[0].astype(int).tolist()} and {expected[-1].astype(int).tolist()}.{hint}"
+        )
+    return "Row t is True for columns 0..t: token t sees itself and the past, never the future."

@@ -1,0 +1,51 @@
+"""The trained model that ships in models/de-en: it loads, translates, is small, and scores what it recorded."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from lib.checkpoint import SHIPPED_MODEL, load_run
+from lib.translate import evaluate_bleu, translate
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return load_run(SHIPPED_MODEL)
+
+
+def test_shipped_files_are_complete_and_small():
+    for name in ("config.json", "model.pt", "tokenizer.json", "history.json", "results.json"):
+        assert (SHIPPED_MODEL / name).is_file(), name
+    assert (SHIPPED_MODEL / "model.pt").stat().st_size <= 5 * 1024 * 1024
+    results = json.loads((SHIPPED_MODEL / "results.json").read_text())
+    for key in ("command", "minutes", "machine", "test_bleu_greedy", "bleu_signature", "bleu_at_minutes"):
+        assert key in results, key
+
+
+def test_shipped_model_reaches_its_recorded_test_bleu(shipped, multi30k_dir):
+    bleu = evaluate_bleu(shipped.model, shipped.tokenizer, "test_2016_flickr")
+    assert bleu.score == pytest.approx(shipped.results["test_bleu_greedy"], abs=0.5)
+    assert bleu.signature == shipped.results["bleu_signature"]
+
+
+def test_shipped_model_translates_a_simple_sentence(shipped):
+    out = translate(shipped.model, shipped.tokenizer, ["Ein Hund läuft durch den Schnee."], beam_size=5)[0]
+    assert "dog" in out.lower() and "snow" in out.lower(), out
+
+
+def test_translate_command_line_reads_stdin_and_writes_stdout():
+    proc = subprocess.run(
+        [sys.executable, "-m", "lib.translate", "--run", str(SHIPPED_MODEL), "--beam", "3"],
+        input="Zwei Männer spielen Fußball.\nEine Frau liest ein Buch.\n",
+        capture_output=True, text=True, timeout=120, check=True,
+    )
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 2 and "men" in lines[0].lower() and "book" in lines[1].lower(), lines
+
+
+def test_translate_command_line_names_a_missing_run(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "lib.translate", "--run", str(tmp_path)],
+                          input="", capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "missing" in proc.stderr
