@@ -118,22 +118,25 @@ def _all_cases() -> dict:
     return cases
 
 
+ALL_CASES = _all_cases()
+
+
 def test_every_registered_exercise_has_test_cases():
-    missing = sorted(set(EXERCISES) - set(_all_cases()))
+    missing = sorted(set(EXERCISES) - set(ALL_CASES))
     assert not missing, (f"add a correct and a wrong answer to CASES (tests/test_exercises.py, or the chapter's "
                          f"tests/test_exercises_<chapter>.py) for {missing}")
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", sorted(ALL_CASES))
 def test_correct_answer_passes(name, capsys):
-    assert check(name, CASES[name][0]) is True
+    assert check(name, ALL_CASES[name][0]) is True
     out = capsys.readouterr().out
     assert out.startswith(f"✅ {name}: correct.") and out.count("\n") == 1
 
 
 @pytest.mark.parametrize(
     "name, wrong, words",
-    [(name, wrong, words) for name, (_, wrongs) in sorted(CASES.items()) for wrong, words in wrongs],
+    [(name, wrong, words) for name, (_, wrongs) in sorted(ALL_CASES.items()) for wrong, words in wrongs],
 )
 def test_wrong_answer_fails_with_a_message_naming_the_mistake(name, wrong, words, capsys):
     assert check(name, wrong) is False
