@@ -34,6 +34,7 @@ __all__ = [
     "plot_positional_encoding",
     "plot_curves",
     "plot_mask",
+    "plot_distributions",
 ]
 
 # Cells up to this size get their value written in them when ``annotate=None``.
@@ -640,4 +641,87 @@ def plot_mask(
                      Patch(color="#d9d9d9", label="False: masked")],
             loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, fontsize=8,
         )
+    return fig
+
+
+def plot_distributions(
+    dists: Mapping[str, Any],
+    labels: Sequence[Any] | None = None,
+    *,
+    title: str | None = None,
+    xlabel: str = "outcome",
+    ylabel: str = "probability",
+    annotate: bool | None = None,
+    figsize: tuple[float, float] | None = None,
+) -> Figure:
+    """Grouped bar chart of discrete distributions over the same outcomes, e.g. softmax at several temperatures.
+
+    Args:
+        dists: mapping ``name -> probs``; each ``probs`` is a 1-D array, list or tensor of ``k``
+            non-negative finite values (usually summing to 1), the same ``k`` for every entry. The name
+            goes into the legend; the bars of one outcome stand side by side in the mapping's order.
+        labels: ``k`` outcome labels drawn under the groups (e.g. tokens). None: ``0 .. k-1``.
+        title: axes title.
+        xlabel, ylabel: axis titles.
+        annotate: write each value (``"{:.2f}"``) above its bar. None: only when there are at most
+            16 bars in all.
+        figsize: ``(width, height)`` in inches; default grows with ``k``, from ``(5, 3.2)``.
+
+    Returns:
+        The Figure: ``fig.axes[0].containers[i]`` holds the ``k`` bars of the i-th distribution, so
+        the axes has ``len(dists) * k`` bar patches. The y axis runs from 0 to 1 when every value is
+        at most 1.
+
+    Raises:
+        ValueError: ``dists`` is empty or not a mapping; a distribution is not 1-D, is empty, holds a
+            negative or non-finite value (e.g. the ``nan`` of an overflowing softmax), or differs in
+            length from the first; ``labels`` has a length other than ``k``.
+    """
+    if not isinstance(dists, Mapping) or len(dists) == 0:
+        raise ValueError("dists must be a non-empty dict name -> probs (1-D arrays of equal length)")
+    data = []
+    for name, probs in dists.items():
+        p = _to_numpy(probs, f"dists[{name!r}]")
+        if p.ndim != 1 or p.size == 0:
+            raise ValueError(f"dists[{name!r}] must be a non-empty 1-D array, got shape {tuple(p.shape)}")
+        if not np.all(np.isfinite(p)) or np.any(p < 0):
+            raise ValueError(f"dists[{name!r}] must hold non-negative finite values, got {p[:5].tolist()}")
+        if data and p.shape != data[0][1].shape:
+            raise ValueError(
+                f"dists[{name!r}] has {p.size} values but dists[{data[0][0]!r}] has {data[0][1].size}; "
+                f"every distribution must cover the same outcomes"
+            )
+        data.append((str(name), p))
+    n, k = len(data), data[0][1].size
+    xl = _check_labels(labels, k, "labels", "outcome axis (x, len of each distribution)")
+    if annotate is None:
+        annotate = n * k <= 16
+
+    group = 0.8  # width of one group of n bars
+    width = group / n
+    xs = np.arange(k)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_GLYPH_WARNING, category=UserWarning)
+        fig = Figure(figsize=figsize or (max(5.0, min(10.0, 1.2 + 0.35 * n * k)), 3.2), layout="constrained")
+        ax = fig.add_subplot()
+        for i, (name, p) in enumerate(data):
+            bars = ax.bar(xs - group / 2 + (i + 0.5) * width, p, width=width, label=name)
+            if annotate:
+                ax.bar_label(bars, labels=[f"{v:.2f}" for v in p], fontsize=7, padding=1)
+        ax.set_xticks(xs)
+        if xl is not None:
+            texts = ax.set_xticklabels(xl)
+            families = _label_families(xl)
+            if families is not None:
+                for text in texts:
+                    text.set_fontfamily(families)
+        top = max(float(p.max()) for _, p in data)
+        ax.set_ylim(0.0, 1.0 if top <= 1.0 else top * 1.1)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        if title:
+            ax.set_title(title)
+        ax.grid(True, axis="y", alpha=0.3)
+        if n > 1:  # outside the axes, where it cannot hide a bar of height 1
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
     return fig

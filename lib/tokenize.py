@@ -252,8 +252,8 @@ def tokens(tok: Tokenizer, text: str) -> list[str]:
 
     Returns:
         list of strings, one per id of :func:`encode`; ``▁`` marks the start of a word, e.g.
-        ``"Ein Hund läuft über die Wiese."`` -> ``["▁Ein", "▁Hund", "▁läuft", "▁über", "▁die", "▁Wiese."]``
-        with the 8,000-token Multi30k vocabulary (punctuation stays attached to the word before it).
+        ``"Ein Hund läuft über die Wiese."`` -> ``["▁Ein", "▁Hund", "▁läuft", "▁über", "▁die", "▁Wiese", "."]``
+        with the 8,000-token Multi30k vocabulary (punctuation is a piece of its own).
 
     Raises:
         ValueError: ``text`` is not a str.

@@ -219,3 +219,4 @@ def _diagnose(got: np.ndarray, variants: dict[str, np.ndarray], atol: float) -> 
 from . import positional_encoding  # noqa: E402,F401  (registers pe_row, pe_norm, ...)
 from . import multihead_attention  # noqa: E402,F401
 from . import transformer  # noqa: E402,F401
+from . import preliminaries  # noqa: E402,F401
