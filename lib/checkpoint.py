@@ -2,7 +2,7 @@
 
 A run folder (``runs/NAME`` from ``python -m lib.train``, or the shipped ``models/de-en``) holds::
 
-    config.json     {"model": TransformerConfig, "train": TrainConfig or null}
+    config.json     {"model": TransformerConfig or Seq2SeqConfig, "train": TrainConfig or null}
     model.pt        the model's state dict (float32, or float16 to halve the size on disk)
     tokenizer.json  the joint BPE tokenizer
     history.json    the validation history (one entry per validation)
@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from .tokenize import load_tokenizer, save_tokenizer
+from .seq2seq import Seq2Seq, Seq2SeqConfig
 from .train import TrainConfig
 from .transformer import Transformer, TransformerConfig
 
@@ -33,9 +34,9 @@ SHIPPED_MODEL = Path(__file__).resolve().parent.parent / "models" / "de-en"
 class Run:
     """A loaded run: the model (eval mode, float32), its tokenizer, configs, history and results."""
 
-    model: Transformer
+    model: Transformer | Seq2Seq
     tokenizer: object
-    config: TransformerConfig
+    config: TransformerConfig | Seq2SeqConfig
     train_config: TrainConfig | None = None
     history: list[dict] = field(default_factory=list)
     results: dict = field(default_factory=dict)
@@ -55,7 +56,7 @@ def save_run(
 
     Args:
         path: the folder (created if needed).
-        model: the trained Transformer.
+        model: the trained :class:`~lib.transformer.Transformer` or :class:`~lib.seq2seq.Seq2Seq`.
         tokenizer: its ``tokenizers.Tokenizer``.
         train_config, history, results: optional records of how it was trained and what it scored.
         weights_dtype: ``torch.float16`` halves the file (tied matrices are stored once).
@@ -93,8 +94,12 @@ def load_run(path: str | Path, device: torch.device | str = "cpu") -> Run:
             "(train one with `python -m lib.train --out DIR ...`)"
         )
     config = json.loads((folder / "config.json").read_text())
-    mconf = TransformerConfig.from_dict(config["model"])
-    model = Transformer(mconf)
+    if config["model"].get("architecture") == "seq2seq":  # a recurrent encoder–decoder (lib.seq2seq)
+        mconf = Seq2SeqConfig.from_dict(config["model"])
+        model = Seq2Seq(mconf)
+    else:
+        mconf = TransformerConfig.from_dict(config["model"])
+        model = Transformer(mconf)
     state = torch.load(folder / "model.pt", map_location="cpu", weights_only=True)
     state = {k: v.float() if v.is_floating_point() else v for k, v in state.items()}
     if mconf.share_embeddings:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from sacrebleu.metrics import BLEU
 
-__all__ = ["BleuResult", "corpus_bleu"]
+__all__ = ["BleuResult", "corpus_bleu", "BucketBleu", "bleu_by_length"]
 
 
 @dataclass(frozen=True)
@@ -57,3 +57,52 @@ def corpus_bleu(hypotheses: list[str], references: list[str], tokenize: str = "1
         precisions=tuple(float(p) for p in result.precisions),
         brevity_penalty=float(result.bp),
     )
+
+
+@dataclass(frozen=True)
+class BucketBleu:
+    """BLEU of the sentences whose length falls in ``[low, high]`` (inclusive); ``count`` sentences."""
+
+    low: int
+    high: int
+    count: int
+    bleu: BleuResult
+
+    @property
+    def label(self) -> str:
+        return f"{self.low}–{self.high}" if self.high < 10**9 else f"{self.low}+"
+
+
+def bleu_by_length(
+    hypotheses: list[str],
+    references: list[str],
+    lengths: list[int],
+    edges: list[int],
+    tokenize: str = "13a",
+) -> list[BucketBleu]:
+    """Corpus BLEU per length bucket, e.g. by source length in words (Bahdanau et al. 2015, Fig. 2).
+
+    Args:
+        hypotheses, references: as :func:`corpus_bleu`.
+        lengths: one length per sentence (any unit: words, sub-words), aligned with the lists.
+        edges: increasing bucket starts; bucket k holds lengths in ``[edges[k], edges[k+1] - 1]``, the
+            last one everything from ``edges[-1]`` on. Lengths below ``edges[0]`` are left out.
+
+    Returns:
+        One :class:`BucketBleu` per non-empty bucket, in order.
+
+    Raises:
+        ValueError: lists of different lengths; edges empty or not strictly increasing.
+    """
+    if not len(hypotheses) == len(references) == len(lengths):
+        raise ValueError(f"got {len(hypotheses)} hypotheses, {len(references)} references and {len(lengths)} lengths")
+    if not edges or any(b <= a for a, b in zip(edges, edges[1:])):
+        raise ValueError(f"edges must be a non-empty, strictly increasing list, got {edges}")
+    bounds = list(zip(edges, [e - 1 for e in edges[1:]] + [10**9]))
+    out = []
+    for low, high in bounds:
+        idx = [i for i, n in enumerate(lengths) if low <= n <= high]
+        if idx:
+            bleu = corpus_bleu([hypotheses[i] for i in idx], [references[i] for i in idx], tokenize)
+            out.append(BucketBleu(low, high, len(idx), bleu))
+    return out

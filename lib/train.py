@@ -242,7 +242,8 @@ def train(
     """Train ``model`` on token-id pairs until the budget in ``config`` is spent.
 
     Args:
-        model: a :class:`~lib.transformer.Transformer` (trained in place).
+        model: a :class:`~lib.transformer.Transformer` or :class:`~lib.seq2seq.Seq2Seq` (trained in place): any
+            module with ``forward(src, tgt_in) -> logits (batch, seq_t, V)`` and ``config.d_model``.
         train_examples: ``(source ids, target ids)`` pairs without specials (see :func:`lib.data.encode_pairs`).
         val_batches: batches for the periodic validation loss.
         config: a :class:`TrainConfig`.
@@ -378,8 +379,17 @@ def train(
 def _parse_args(argv=None) -> argparse.Namespace:
     from .transformer import PRESETS
 
-    p = argparse.ArgumentParser(prog="python -m lib.train", description="Train a Transformer on Multi30k German→English.")
-    p.add_argument("--preset", default="multi30k", choices=PRESETS, help="model size preset (default: multi30k)")
+    from .seq2seq import SCORES
+
+    p = argparse.ArgumentParser(prog="python -m lib.train", description="Train a Transformer (or a recurrent "
+                                "encoder–decoder) on Multi30k German→English.")
+    p.add_argument("--arch", default="transformer", choices=("transformer", "rnn"),
+                   help="transformer (lib.transformer) or rnn (lib.seq2seq's GRU encoder–decoder)")
+    p.add_argument("--preset", default="multi30k", choices=PRESETS, help="Transformer size preset (default: multi30k)")
+    p.add_argument("--attention", default="additive", choices=("none", *SCORES),
+                   help="rnn only: the attention score, or none for the fixed-vector model (default: additive)")
+    p.add_argument("--d-embed", type=int, default=256, help="rnn only: embedding size")
+    p.add_argument("--d-hidden", type=int, default=256, help="rnn only: decoder state size (encoder: half per direction)")
     p.add_argument("--out", required=True, help="run directory to write (model, tokenizer, config, history)")
     p.add_argument("--minutes", type=float, default=None, help="training budget in minutes (validation excluded)")
     p.add_argument("--steps", type=int, default=None, help="training budget in optimiser steps")
@@ -435,14 +445,21 @@ def main(argv=None) -> None:
     )
     tokenizer = multi30k_tokenizer(args.vocab_size, root=args.data)
     overrides = {} if args.dropout is None else {"dropout": args.dropout}
-    mconf = TransformerConfig.preset(args.preset, tokenizer.get_vocab_size(), **overrides)
     torch.manual_seed(args.seed)
-    model = Transformer(mconf)
+    if args.arch == "rnn":
+        from .seq2seq import Seq2Seq, Seq2SeqConfig
+
+        mconf = Seq2SeqConfig(tokenizer.get_vocab_size(), d_embed=args.d_embed, d_hidden=args.d_hidden,
+                              attention=None if args.attention == "none" else args.attention, **overrides)
+        model, name = Seq2Seq(mconf), f"rnn ({args.attention} attention)"
+    else:
+        mconf = TransformerConfig.preset(args.preset, tokenizer.get_vocab_size(), **overrides)
+        model, name = Transformer(mconf), args.preset
     train_ex = encode_pairs(load_multi30k("train", args.data), tokenizer, max_len=tconf.max_len)
     val_ex = encode_pairs(load_multi30k("val", args.data), tokenizer)
     val_batches = make_batches(val_ex, 4000, PAD_ID, BOS_ID, EOS_ID, shuffle=False)
     device = select_device(args.device)
-    print(f"model {args.preset}: {model.num_parameters():,} parameters | {len(train_ex):,} training pairs | "
+    print(f"model {name}: {model.num_parameters():,} parameters | {len(train_ex):,} training pairs | "
           f"device {device} | threads {torch.get_num_threads()}")
     result = train(model, train_ex, val_batches, tconf, out_dir=args.out, resume=args.resume, device=device)
     info = dict(
