@@ -32,9 +32,13 @@ The module also makes the synthetic sequence tasks of the bottleneck chapter
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
 import random
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -46,7 +50,7 @@ from .tokenize import BOS_ID, EOS_ID, PAD_ID
 __all__ = [
     "SCORES", "Seq2SeqConfig", "AttentionScore", "AdditiveScore", "DotScore", "ScaledDotScore", "GeneralScore",
     "make_score", "attend", "Encoder", "DecoderState", "Seq2Seq", "Alignment", "alignment",
-    "sequence_task", "accuracy_by_length", "LengthAccuracy",
+    "sequence_task", "accuracy_by_length", "LengthAccuracy", "ReversalExperiment", "reversal_experiment",
 ]
 
 #: The score functions :func:`make_score` knows.
@@ -565,3 +569,106 @@ def accuracy_by_length(model: nn.Module, pairs: list[tuple[list[int], list[int]]
         sequence=[sum(b for _, b in by_len[n]) / len(by_len[n]) for n in lengths],
         count=[len(by_len[n]) for n in lengths],
     )
+
+
+# --- the bottleneck experiment, trained once and cached ------------------------------------------
+
+@dataclass
+class ReversalExperiment:
+    """One model trained on the reversal task and measured.
+
+    ``accuracy``: :class:`LengthAccuracy` on fresh test sequences; ``history``: the training loop's
+    validation history; ``steps``/``minutes``: what training took (minutes = training time on the
+    machine that ran it, so it varies); ``model``: the trained :class:`Seq2Seq` (eval mode, CPU);
+    ``cached``: True when loaded from the cache instead of trained now.
+    """
+
+    attention: str | None
+    accuracy: LengthAccuracy
+    history: list[dict]
+    steps: int
+    minutes: float
+    model: Seq2Seq
+    settings: dict = field(default_factory=dict)
+    cached: bool = False
+
+
+def _cache_root(cache_dir) -> Path:
+    if cache_dir is not None:
+        return Path(cache_dir)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("attention-book")) / "seq2seq"
+
+
+def reversal_experiment(
+    attention: str | None,
+    steps: int = 600,
+    min_len: int = 4,
+    max_len: int = 30,
+    num_symbols: int = 20,
+    d_embed: int = 64,
+    d_hidden: int = 128,
+    seed: int = 0,
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = False,
+) -> ReversalExperiment:
+    """Train a model on sequence reversal and measure its accuracy by length; cached on disk.
+
+    The model sees 20,000 random sequences of lengths ``min_len … max_len`` (a new batch order each
+    epoch) for ``steps`` optimiser steps of :func:`lib.train.train` (batches of 2,000 tokens, peak
+    learning rate 3·10⁻³ after 100 warm-up steps, no label smoothing), then greedily reverses 1,000
+    fresh sequences. The first call trains (about a minute on two CPU cores for the attention model, half
+    that without); later calls with the same arguments load the result from ``cache_dir`` (default:
+    the user cache folder, ``.../attention-book/seq2seq``), so two chapters can share one run.
+
+    Args:
+        attention: None for the fixed-vector model, else a score name from :data:`SCORES`.
+        steps: training budget in optimiser steps (a step budget, unlike minutes, gives the same model
+            on every machine).
+        min_len, max_len, num_symbols: the task (see :func:`sequence_task`).
+        d_embed, d_hidden: model sizes (see :class:`Seq2SeqConfig`).
+        seed: seeds the data and the training.
+        cache_dir: where to keep results; the file name encodes every argument.
+        progress: show the training progress bar.
+
+    Returns:
+        A :class:`ReversalExperiment`.
+    """
+    from .data import make_batches
+    from .train import TrainConfig, train
+
+    settings = dict(attention=attention, steps=steps, min_len=min_len, max_len=max_len, num_symbols=num_symbols,
+                    d_embed=d_embed, d_hidden=d_hidden, seed=seed, version=1)
+    key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+    folder = _cache_root(cache_dir)
+    path = folder / f"reversal-{attention or 'fixed'}-{key}.pt"
+    config = Seq2SeqConfig(4 + num_symbols, d_embed=d_embed, d_hidden=d_hidden, attention=attention, dropout=0.0,
+                           max_len=2 * max_len + 10)
+    if path.is_file():
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=False)
+            model = Seq2Seq(config)
+            model.load_state_dict(state["model"])
+            return ReversalExperiment(attention, LengthAccuracy(**state["accuracy"]), state["history"], state["steps"],
+                                      state["minutes"], model.eval(), settings, cached=True)
+        except Exception:  # a stale or broken cache file: train again
+            pass
+    torch.manual_seed(seed)
+    model = Seq2Seq(config)
+    pairs = sequence_task(20_000, min_len, max_len, num_symbols, seed=seed)
+    val = make_batches(sequence_task(500, min_len, max_len, num_symbols, seed=seed + 1), 4000, PAD_ID, BOS_ID, EOS_ID)
+    tconf = TrainConfig(max_tokens=2000, peak_lr=3e-3, warmup=100, label_smoothing=0.0, max_steps=steps,
+                        eval_every_minutes=0.1, seed=seed)
+    result = train(model, pairs, val, tconf, device="cpu", progress=progress, log=lambda *_: None)
+    accuracy = accuracy_by_length(model, sequence_task(1000, min_len, max_len, num_symbols, seed=seed + 2))
+    model.eval()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        torch.save(dict(model=model.state_dict(), accuracy=asdict(accuracy), history=result.history,
+                        steps=result.steps, minutes=result.minutes, settings=settings), tmp)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # an unwritable cache only costs a retrain next time
+    return ReversalExperiment(attention, accuracy, result.history, result.steps, result.minutes, model, settings)

@@ -13,7 +13,7 @@ from lib.decode import beam_search, greedy_decode
 from lib.metrics import bleu_by_length
 from lib.seq2seq import (
     SCORES, AdditiveScore, DotScore, GeneralScore, ScaledDotScore, Seq2Seq, Seq2SeqConfig, accuracy_by_length,
-    attend, make_score, sequence_task,
+    attend, make_score, reversal_experiment, sequence_task,
 )
 from lib.tokenize import BOS_ID, EOS_ID, PAD_ID
 from lib.train import TrainConfig, train
@@ -268,3 +268,16 @@ def test_train_command_line_trains_a_recurrent_model(multi30k_dir, tmp_path):
     run = load_run(out)
     assert isinstance(run.model, Seq2Seq) and run.config.attention is None and run.config.d_hidden == 16
     assert len(translate(run.model, run.tokenizer, ["Ein Mann."])) == 1
+
+
+def test_reversal_experiment_trains_once_then_loads_from_the_cache(tmp_path):
+    kw = dict(steps=3, min_len=2, max_len=4, num_symbols=5, d_embed=8, d_hidden=8, cache_dir=tmp_path)
+    first = reversal_experiment("dot", **kw)
+    assert not first.cached and first.steps == 3 and first.accuracy.lengths == [2, 3, 4]
+    again = reversal_experiment("dot", **kw)
+    assert again.cached and again.accuracy == first.accuracy and again.history == first.history
+    src, tgt = padded_batch()
+    src = src.clamp(max=8)
+    torch.testing.assert_close(again.model(src, tgt.clamp(max=8)), first.model(src, tgt.clamp(max=8)))
+    assert len(list(tmp_path.glob("reversal-dot-*.pt"))) == 1
+    assert not reversal_experiment(None, **kw).cached  # other arguments, other file

@@ -220,3 +220,4 @@ from . import positional_encoding  # noqa: E402,F401  (registers pe_row, pe_norm
 from . import multihead_attention  # noqa: E402,F401
 from . import transformer  # noqa: E402,F401
 from . import preliminaries  # noqa: E402,F401
+from . import self_attention  # noqa: E402,F401
