@@ -47,7 +47,7 @@ DETERMINISTIC_ENV := PYTHONHASHSEED=0 CUBLAS_WORKSPACE_CONFIG=:4096:8 JUPYTER_PR
 
 NOTEBOOKS = $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: book execute test env clean
+.PHONY: book execute test env clean cjk-font
 
 env: $(STAMP)
 
@@ -67,7 +67,24 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install -e . --no-deps
 	$(BIN)/python -m pip check
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipykernel)"
+	$(MAKE) --no-print-directory cjk-font
 	touch $@
+
+# Figures with Chinese labels (the seeds' 我 / 爱 / 机器 / 学习) need a CJK font; lib.plots finds any installed one.
+# On Debian/Ubuntu as root this installs the small WenQuanYi Micro Hei (5 MB); elsewhere it only says what to do
+# (macOS and Windows already ship CJK fonts). Never fatal: without the font those labels show as boxes.
+cjk-font:
+	@if command -v fc-list >/dev/null 2>&1 && [ -n "$$(fc-list :lang=zh 2>/dev/null)" ]; then \
+	  echo "CJK font: found"; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  echo "== installing a CJK font for figures (fonts-wqy-microhei) =="; \
+	  (apt-get install -y -q fonts-wqy-microhei >/dev/null 2>&1 || \
+	   (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q fonts-wqy-microhei >/dev/null 2>&1)) || \
+	  echo "note: could not install fonts-wqy-microhei; Chinese labels in figures will show as boxes"; \
+	  $(BIN)/python -c "import glob, os, matplotlib; [os.remove(f) for f in glob.glob(os.path.join(matplotlib.get_cachedir(), 'fontlist-*.json'))]"; \
+	else \
+	  echo "note: no CJK font found; for Chinese labels in figures install one, e.g. 'sudo apt-get install fonts-wqy-microhei'"; \
+	fi
 
 book: $(STAMP) $(if $(filter 1 yes true,$(EXECUTE)),execute)
 	@start=$$SECONDS; \
