@@ -49,3 +49,15 @@ def test_translate_command_line_names_a_missing_run(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "lib.translate", "--run", str(tmp_path)],
                           input="", capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0 and "missing" in proc.stderr
+
+
+@pytest.mark.parametrize("name, attention", [("de-en-rnn-fixed", None), ("de-en-rnn-attention", "additive")])
+def test_shipped_recurrent_models_reach_their_recorded_test_bleu(name, attention, multi30k_dir):
+    # the seq2seq-bottleneck and Bahdanau chapters' models: same data, tokenizer and step budget
+    folder = SHIPPED_MODEL.parent / name
+    run = load_run(folder)
+    assert run.config.architecture == "seq2seq" and run.config.attention == attention
+    assert (folder / "model.pt").stat().st_size <= 8 * 1024 * 1024
+    assert run.results["steps"] == 1500 and "--steps 1500" in run.results["command"]
+    bleu = evaluate_bleu(run.model, run.tokenizer, "test_2016_flickr")
+    assert bleu.score == pytest.approx(run.results["test_bleu_greedy"], abs=0.5)
