@@ -221,3 +221,4 @@ from . import multihead_attention  # noqa: E402,F401
 from . import transformer  # noqa: E402,F401
 from . import preliminaries  # noqa: E402,F401
 from . import self_attention  # noqa: E402,F401
+from . import efficient_attention  # noqa: E402,F401
