@@ -618,7 +618,7 @@ def reversal_experiment(
     The model sees 20,000 random sequences of lengths ``min_len … max_len`` (a new batch order each
     epoch) for ``steps`` optimiser steps of :func:`lib.train.train` (batches of 2,000 tokens, peak
     learning rate 3·10⁻³ after 100 warm-up steps, no label smoothing), then greedily reverses 1,000
-    fresh sequences. The first call trains (about a minute on one CPU core for the attention model, half
+    fresh sequences. The first call trains (one to two minutes on one CPU core for the attention model, half
     that without); later calls with the same arguments load the result from ``cache_dir`` (default:
     the user cache folder, ``.../attention-book/seq2seq``), so two chapters can share one run.
 
