@@ -221,6 +221,7 @@ from . import multihead_attention  # noqa: E402,F401
 from . import transformer  # noqa: E402,F401
 from . import preliminaries  # noqa: E402,F401
 from . import self_attention  # noqa: E402,F401
-from . import efficient_attention  # noqa: E402,F401
-from . import seq2seq_bottleneck  # noqa: E402,F401
 from . import bahdanau_attention  # noqa: E402,F401
+from . import seq2seq_bottleneck  # noqa: E402,F401
+from . import efficient_attention  # noqa: E402,F401
+from . import bert_gpt  # noqa: E402,F401

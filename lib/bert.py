@@ -1,0 +1,447 @@
+"""BERT: a bidirectional Transformer encoder pre-trained by masked language modelling (MLM) and next-sentence prediction (NSP).
+
+    input  = [CLS] A₁ … A_m [SEP] B₁ … B_n [SEP]
+    x₀     = TokenEmb(input) + SegmentEmb(A/B) + PositionEmb(0 … T-1)        (three learned tables, summed)
+    x_l    = EncoderLayer(x_{l-1}, padding mask)                              (no causal mask: every token sees all)
+    MLM    : softmax(LN(GELU(x_L W + b)) Eᵀ + b_V) at the masked positions    (E = the token table, tied)
+    NSP    : softmax(tanh(x_L[CLS] W_p + b_p) W_nsp) ∈ {NotNext, IsNext}
+
+Vocabulary. BERT needs three special tokens the book's BPE tokenizer does not have: ``[CLS]``, ``[SEP]`` and
+``[MASK]``. They are appended after the tokenizer's ids, so a tokenizer of size V gives ``[CLS]`` = V,
+``[SEP]`` = V + 1, ``[MASK]`` = V + 2 and a BERT vocabulary of V + 3 (see :class:`BertVocab`); ``<pad>`` keeps
+id 0. The tokenizer's ``<s>``/``</s>`` are not used by BERT.
+
+Source: Devlin, Chang, Lee, Toutanova (2019), "BERT: Pre-training of Deep Bidirectional Transformers for
+Language Understanding", NAACL, §3 and Fig. 2 (input representation), §3.1 (MLM 15 %, 80/10/10; NSP 50 %),
+§3.2 and Fig. 4 (fine-tuning), Appendix A.2 (pre-training procedure).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .attention import padding_mask
+from .tokenize import PAD_ID, SPECIAL_TOKENS
+from .transformer import EncoderLayer
+
+__all__ = [
+    "IGNORE_INDEX",
+    "IS_NEXT",
+    "NOT_NEXT",
+    "BertVocab",
+    "BertConfig",
+    "BertOutput",
+    "Bert",
+    "BertClassifier",
+    "mask_tokens",
+    "make_nsp_pairs",
+    "pack_pair",
+    "collate_pairs",
+]
+
+IGNORE_INDEX = -100  # label of the positions MLM does not predict (F.cross_entropy's default ignore_index)
+IS_NEXT, NOT_NEXT = 1, 0  # NSP labels
+
+
+@dataclass(frozen=True)
+class BertVocab:
+    """BERT's special ids, appended after a tokenizer's ``base_size`` ids.
+
+    Attributes:
+        base_size: the tokenizer's vocabulary size V (8,000 for the book's Multi30k BPE).
+        pad_id: ``<pad>`` (0, the tokenizer's).
+
+    Properties give ``cls_id`` = V, ``sep_id`` = V + 1, ``mask_id`` = V + 2 and ``size`` = V + 3.
+
+    Raises:
+        ValueError: base_size not larger than the tokenizer's 4 special tokens.
+    """
+
+    base_size: int
+    pad_id: int = PAD_ID
+
+    def __post_init__(self) -> None:
+        if self.base_size <= len(SPECIAL_TOKENS):
+            raise ValueError(f"base_size must exceed the {len(SPECIAL_TOKENS)} tokenizer specials, got {self.base_size}")
+
+    @property
+    def cls_id(self) -> int:
+        return self.base_size
+
+    @property
+    def sep_id(self) -> int:
+        return self.base_size + 1
+
+    @property
+    def mask_id(self) -> int:
+        return self.base_size + 2
+
+    @property
+    def size(self) -> int:
+        return self.base_size + 3
+
+    def special_mask(self, ids: Tensor) -> Tensor:
+        """``True`` where ``ids`` is a special token (pad, <s>, </s>, <unk>, [CLS], [SEP], [MASK]), never masked by MLM."""
+        return (ids < len(SPECIAL_TOKENS)) | (ids >= self.base_size)
+
+
+@dataclass
+class BertConfig:
+    """Sizes of a :class:`Bert`.
+
+    Attributes:
+        vocab_size: including the appended [CLS]/[SEP]/[MASK] (``BertVocab.size``).
+        d_model, num_heads, num_layers, d_ff: the encoder's sizes (BERT-base: 768, 12, 12, 3072).
+            ``num_heads`` must divide ``d_model``; :class:`lib.attention.MultiHeadAttention` raises otherwise.
+        max_len: number of learned positions (BERT: 512).
+        dropout: on embeddings, sub-layer outputs and attention weights (BERT: 0.1).
+        num_segments: segment (sentence A/B) embeddings (BERT: 2).
+        pad_id: the padding id (hidden from attention).
+        norm_first: pre-LN if True; BERT is post-LN (False).
+        activation: ``"gelu"`` (BERT) or ``"relu"``.
+
+    Raises:
+        ValueError: non-positive sizes, dropout outside [0, 1), pad_id outside the vocabulary.
+
+    Source: Devlin et al. 2019, §3 ("BERT_BASE (L=12, H=768, A=12, Total Parameters=110M)").
+    """
+
+    vocab_size: int
+    d_model: int = 128
+    num_heads: int = 4
+    num_layers: int = 2
+    d_ff: int = 512
+    max_len: int = 64
+    dropout: float = 0.1
+    num_segments: int = 2
+    pad_id: int = PAD_ID
+    norm_first: bool = False
+    activation: str = "gelu"
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "d_model", "num_heads", "num_layers", "d_ff", "max_len", "num_segments"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if not 0 <= self.pad_id < self.vocab_size:
+            raise ValueError(f"pad_id must be in [0, vocab_size={self.vocab_size}), got {self.pad_id}")
+
+    @classmethod
+    def tiny(cls, vocab_size: int, **overrides) -> "BertConfig":
+        """The book's CPU-sized model: d_model 128, 4 heads, 2 layers, d_ff 512, 48 positions."""
+        return cls(vocab_size, **{**dict(d_model=128, num_heads=4, num_layers=2, d_ff=512, max_len=48), **overrides})
+
+    @classmethod
+    def base(cls, vocab_size: int = 30522, **overrides) -> "BertConfig":
+        """BERT-base: d_model 768, 12 heads, 12 layers, d_ff 3072, 512 positions (Devlin et al. 2019, §3)."""
+        return cls(vocab_size, **{**dict(d_model=768, num_heads=12, num_layers=12, d_ff=3072, max_len=512), **overrides})
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class BertOutput:
+    """``hidden (batch, seq, d_model)``: the last layer's states; ``weights``: one ``(batch, heads, seq, seq)`` per layer, or empty."""
+
+    hidden: Tensor
+    weights: list[Tensor]
+
+
+class Bert(nn.Module):
+    """Token + segment + learned position embeddings, a stack of bidirectional encoder layers, MLM and NSP heads.
+
+    Shapes: ``input_ids (batch, seq)``, ``segment_ids (batch, seq)`` in ``[0, num_segments)`` →
+    ``hidden (batch, seq, d_model)``. Attention uses only the padding mask (``True`` = may attend: every real
+    token sees every real token, left and right).
+
+    Source: Devlin et al. 2019, §3, Fig. 2 (input = sum of three embeddings), §3.1 (MLM, NSP); the MLM output
+    layer shares the token embedding matrix and the NSP classifier reads the pooled [CLS] state, as in the
+    authors' released code.
+    """
+
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        c = config
+        self.config = c
+        self.token_embed = nn.Embedding(c.vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.segment_embed = nn.Embedding(c.num_segments, c.d_model)
+        self.position_embed = nn.Embedding(c.max_len, c.d_model)  # learned, not sinusoidal
+        self.embed_norm = nn.LayerNorm(c.d_model)
+        self.dropout = nn.Dropout(c.dropout)
+        self.layers = nn.ModuleList(
+            EncoderLayer(c.d_model, c.num_heads, c.d_ff, c.dropout, c.dropout, norm_first=c.norm_first,
+                         activation=c.activation, fused=True)
+            for _ in range(c.num_layers)
+        )
+        self.final_norm = nn.LayerNorm(c.d_model) if c.norm_first else nn.Identity()
+        # MLM head: transform, then the tied output layer E (vocab_size, d_model) plus a bias per token
+        self.mlm_transform = nn.Sequential(nn.Linear(c.d_model, c.d_model), nn.GELU(), nn.LayerNorm(c.d_model))
+        self.mlm_bias = nn.Parameter(torch.zeros(c.vocab_size))
+        # NSP head: the "pooler" tanh(W_p h_[CLS] + b_p), then 2 classes
+        self.pooler = nn.Sequential(nn.Linear(c.d_model, c.d_model), nn.Tanh())
+        self.nsp_head = nn.Linear(c.d_model, 2)
+        self.apply(self._init_weights)
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        # BERT's initialiser: N(0, 0.02) for every weight matrix and embedding (Devlin et al.'s code)
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, std=0.02)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                nn.init.zeros_(module.bias)
+            if isinstance(module, nn.Embedding) and module.padding_idx is not None:
+                with torch.no_grad():
+                    module.weight[module.padding_idx].zero_()
+
+    def num_parameters(self) -> int:
+        """Number of trainable parameters (the tied output matrix counted once)."""
+        return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+    def _check(self, input_ids: Tensor, segment_ids: Tensor | None) -> None:
+        c = self.config
+        if input_ids.dim() != 2 or input_ids.dtype != torch.long:
+            raise ValueError(f"input_ids must be a (batch, seq) LongTensor, got {tuple(input_ids.shape)} {input_ids.dtype}")
+        if input_ids.size(1) > c.max_len:
+            raise ValueError(f"sequence length {input_ids.size(1)} exceeds max_len={c.max_len}")
+        if input_ids.numel() and (input_ids.min() < 0 or input_ids.max() >= c.vocab_size):
+            raise ValueError(f"input_ids must be in [0, vocab_size={c.vocab_size})")
+        if segment_ids is not None:
+            if segment_ids.shape != input_ids.shape:
+                raise ValueError(f"segment_ids {tuple(segment_ids.shape)} must have input_ids' shape {tuple(input_ids.shape)}")
+            if segment_ids.numel() and (segment_ids.min() < 0 or segment_ids.max() >= c.num_segments):
+                raise ValueError(f"segment_ids must be in [0, num_segments={c.num_segments})")
+
+    def embed(self, input_ids: Tensor, segment_ids: Tensor | None = None) -> Tensor:
+        """x₀ = TokenEmb + SegmentEmb + PositionEmb, then LayerNorm and dropout: ``(batch, seq, d_model)``."""
+        if segment_ids is None:
+            segment_ids = torch.zeros_like(input_ids)
+        positions = torch.arange(input_ids.size(1), device=input_ids.device)            # (seq,)
+        x = self.token_embed(input_ids) + self.segment_embed(segment_ids) + self.position_embed(positions)[None]
+        return self.dropout(self.embed_norm(x))
+
+    def forward(self, input_ids: Tensor, segment_ids: Tensor | None = None, need_weights: bool = False) -> BertOutput:
+        """Encode a batch.
+
+        Args:
+            input_ids: ``(batch, seq)`` ids, right-padded with ``pad_id``.
+            segment_ids: ``(batch, seq)``, 0 for sentence A (and [CLS]), 1 for sentence B; None = all 0.
+            need_weights: also return each layer's attention weights ``(batch, heads, seq, seq)``.
+
+        Returns:
+            :class:`BertOutput`.
+
+        Raises:
+            ValueError: wrong shape or dtype, ids outside the vocabulary, sequence longer than max_len.
+        """
+        self._check(input_ids, segment_ids)
+        mask = padding_mask(input_ids, self.config.pad_id)       # (batch, 1, 1, seq), True = may attend
+        x = self.embed(input_ids, segment_ids)
+        weights = []
+        for layer in self.layers:
+            x, w = layer(x, mask, need_weights)
+            if need_weights:
+                weights.append(w)
+        return BertOutput(self.final_norm(x), weights)
+
+    def mlm_logits(self, hidden: Tensor) -> Tensor:
+        """Scores over the vocabulary: ``(..., d_model)`` → ``(..., vocab_size)``; the output matrix is the token embedding."""
+        return self.mlm_transform(hidden) @ self.token_embed.weight.T + self.mlm_bias
+
+    def pooled(self, hidden: Tensor) -> Tensor:
+        """The [CLS] summary tanh(W_p h₀ + b_p): ``(batch, seq, d_model)`` → ``(batch, d_model)``."""
+        return self.pooler(hidden[:, 0])
+
+    def nsp_logits(self, hidden: Tensor) -> Tensor:
+        """NSP scores ``(batch, 2)`` (index 1 = IsNext) from the [CLS] position."""
+        return self.nsp_head(self.pooled(hidden))
+
+    def mlm_loss(self, hidden: Tensor, labels: Tensor) -> Tensor:
+        """Mean cross-entropy at the positions whose label is not ``IGNORE_INDEX`` (only those are scored).
+
+        Args:
+            hidden: ``(batch, seq, d_model)``.
+            labels: ``(batch, seq)`` from :func:`mask_tokens`.
+
+        Returns:
+            scalar tensor, nats per masked token.
+        """
+        picked = labels != IGNORE_INDEX
+        return F.cross_entropy(self.mlm_logits(hidden[picked]), labels[picked])
+
+
+class BertClassifier(nn.Module):
+    """Fine-tuning for a sentence (or sentence-pair) task: a linear layer on the pooled [CLS] state.
+
+    ``logits = W_y · tanh(W_p h_[CLS] + b_p) + b_y``, shape ``(batch, num_classes)``; all of BERT's weights are
+    trained too.
+
+    Args:
+        bert: a (pre-trained) :class:`Bert`.
+        num_classes: number of labels (≥ 2).
+        dropout: on the pooled vector (Devlin et al. use 0.1).
+
+    Raises:
+        ValueError: num_classes < 2.
+
+    Source: Devlin et al. 2019, §3.2 and §4.1 ("the only new parameters introduced during fine-tuning are
+    classification layer weights W ∈ R^{K×H}"), Fig. 4a/b.
+    """
+
+    def __init__(self, bert: Bert, num_classes: int, dropout: float = 0.1) -> None:
+        super().__init__()
+        if num_classes < 2:
+            raise ValueError(f"num_classes must be at least 2, got {num_classes}")
+        self.bert = bert
+        self.config = bert.config
+        self.dropout = nn.Dropout(dropout)
+        self.head = nn.Linear(bert.config.d_model, num_classes)
+
+    def forward(self, input_ids: Tensor, segment_ids: Tensor | None = None) -> Tensor:
+        """``input_ids (batch, seq)`` starting with [CLS] → ``logits (batch, num_classes)``."""
+        return self.head(self.dropout(self.bert.pooled(self.bert(input_ids, segment_ids).hidden)))
+
+
+def mask_tokens(
+    ids: Tensor,
+    special_mask: Tensor,
+    vocab_size: int,
+    mask_id: int,
+    generator: torch.Generator | None = None,
+    mask_prob: float = 0.15,
+    low: int = len(SPECIAL_TOKENS),
+) -> tuple[Tensor, Tensor]:
+    """BERT's masking: select ``mask_prob`` of the non-special positions; of those 80 % → [MASK], 10 % → a random token, 10 % unchanged.
+
+    Each non-special position is selected independently with probability ``mask_prob``; each selected one
+    independently becomes [MASK] (probability 0.8), a uniformly random ordinary token (0.1), or stays (0.1).
+    The model must predict the original token at every selected position, including the unchanged ones.
+
+    Args:
+        ids: ``(batch, seq)`` LongTensor (or any shape).
+        special_mask: bool, same shape; ``True`` = never select ([CLS], [SEP], padding).
+        vocab_size: random replacements are drawn uniformly from ``[low, vocab_size)``; pass the tokenizer's
+            size V so that the appended [CLS]/[SEP]/[MASK] (and, with ``low``, pad/<s>/</s>/<unk>) are never drawn.
+        mask_id: the [MASK] id.
+        generator: a seeded ``torch.Generator`` (all randomness goes through it).
+        mask_prob: selection probability, in (0, 1) (BERT: 0.15).
+        low: smallest id drawn as a random replacement (default 4: skip the tokenizer's specials).
+
+    Returns:
+        ``(inputs, labels)``, both shaped like ``ids``: ``inputs`` is the corrupted copy, ``labels`` holds the
+        original id at selected positions and ``IGNORE_INDEX`` (-100) elsewhere (F.cross_entropy's default
+        ``ignore_index``; -100, not PAD, so that a PAD target could never be confused with "not selected").
+
+    Raises:
+        ValueError: mask_prob outside (0, 1); special_mask not bool or of another shape; low ≥ vocab_size.
+
+    Source: Devlin et al. 2019, §3.1 "Task #1: Masked LM" and Appendix C.2 (the 80/10/10 ablation).
+    """
+    if not 0.0 < mask_prob < 1.0:
+        raise ValueError(f"mask_prob must be in (0, 1), got {mask_prob}")
+    if special_mask.dtype != torch.bool or special_mask.shape != ids.shape:
+        raise ValueError(f"special_mask must be a bool tensor of ids' shape {tuple(ids.shape)}, "
+                         f"got {special_mask.dtype} {tuple(special_mask.shape)}")
+    if not 0 <= low < vocab_size:
+        raise ValueError(f"need 0 <= low < vocab_size, got low={low}, vocab_size={vocab_size}")
+    u = torch.rand(ids.shape, generator=generator, device=ids.device)
+    selected = (u < mask_prob) & ~special_mask
+    action = torch.rand(ids.shape, generator=generator, device=ids.device)
+    to_mask = selected & (action < 0.8)
+    to_random = selected & (action >= 0.8) & (action < 0.9)                  # the last 10 %: unchanged
+    random_ids = torch.randint(low, vocab_size, ids.shape, generator=generator, device=ids.device)
+    inputs = torch.where(to_mask, torch.full_like(ids, mask_id), ids)
+    inputs = torch.where(to_random, random_ids, inputs)
+    labels = torch.where(selected, ids, torch.full_like(ids, IGNORE_INDEX))
+    return inputs, labels
+
+
+def make_nsp_pairs(
+    sentences: Sequence[Sequence[int]], rng: random.Random
+) -> list[tuple[list[int], list[int], int]]:
+    """Next-sentence-prediction examples: (A, B, label) with B the true next sentence half of the time.
+
+    For each consecutive pair ``(sentences[i], sentences[i + 1])``: with probability 1/2 keep it
+    (label ``IS_NEXT`` = 1); otherwise replace B by a random sentence of the corpus other than the true next one
+    (label ``NOT_NEXT`` = 0).
+
+    Args:
+        sentences: an ordered text (list of token-id lists, or of strings), at least 3 sentences.
+        rng: a seeded ``random.Random``.
+
+    Returns:
+        ``len(sentences) - 1`` triples ``(a, b, label)`` (a and b: copies of the token lists, or the strings).
+
+    Raises:
+        ValueError: fewer than 3 sentences.
+
+    Source: Devlin et al. 2019, §3.1 "Task #2: Next Sentence Prediction (NSP)".
+    """
+    n = len(sentences)
+    if n < 3:
+        raise ValueError(f"make_nsp_pairs needs at least 3 sentences, got {n}")
+    def item(k):  # a copy of a token list; strings are kept as they are
+        return sentences[k] if isinstance(sentences[k], str) else list(sentences[k])
+
+    pairs = []
+    for i in range(n - 1):
+        if rng.random() < 0.5:
+            pairs.append((item(i), item(i + 1), IS_NEXT))
+        else:
+            j = rng.randrange(n - 1)          # any index but i + 1
+            j = j if j < i + 1 else j + 1
+            pairs.append((item(i), item(j), NOT_NEXT))
+    return pairs
+
+
+def pack_pair(a: Sequence[int], b: Sequence[int] | None, vocab: BertVocab, max_len: int) -> tuple[list[int], list[int]]:
+    """``[CLS] a [SEP]`` or ``[CLS] a [SEP] b [SEP]`` and its segment ids (0 for [CLS], A and the first [SEP]; 1 for B and its [SEP]).
+
+    Args:
+        a, b: token ids without specials (b may be None for a single sentence).
+        vocab: the :class:`BertVocab`.
+        max_len: longest result; the longer of A and B is cut from the end, one token at a time.
+
+    Returns:
+        ``(ids, segment_ids)``, two lists of equal length ≤ max_len.
+
+    Raises:
+        ValueError: max_len too small to hold the specials and one token of each sentence.
+
+    Source: Devlin et al. 2019, §3 "Input/Output Representations" and Fig. 2.
+    """
+    a, b = list(a), (None if b is None else list(b))
+    n_special = 2 if b is None else 3
+    if max_len < n_special + 1 + (b is not None):
+        raise ValueError(f"max_len={max_len} cannot hold the specials and the sentences")
+    while len(a) + (len(b) if b is not None else 0) + n_special > max_len:
+        if b is not None and len(b) > len(a):
+            b.pop()
+        else:
+            a.pop()
+    ids = [vocab.cls_id, *a, vocab.sep_id]
+    segments = [0] * len(ids)
+    if b is not None:
+        ids += [*b, vocab.sep_id]
+        segments += [1] * (len(b) + 1)
+    return ids, segments
+
+
+def collate_pairs(rows: Sequence[tuple[list[int], list[int]]], pad_id: int = PAD_ID) -> tuple[Tensor, Tensor]:
+    """Right-pad ``(ids, segment_ids)`` rows into two ``(batch, seq)`` LongTensors (padding: ``pad_id`` / segment 0)."""
+    if not rows:
+        raise ValueError("collate_pairs needs at least one row")
+    width = max(len(ids) for ids, _ in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    seg = torch.zeros((len(rows), width), dtype=torch.long)
+    for r, (i, s) in enumerate(rows):
+        ids[r, : len(i)] = torch.tensor(i, dtype=torch.long)
+        seg[r, : len(s)] = torch.tensor(s, dtype=torch.long)
+    return ids, seg

@@ -1,0 +1,250 @@
+"""GPT: a decoder-only Transformer language model (causal self-attention, learned positions, tied output).
+
+    h₀ = U W_e + W_p                       token embeddings plus learned position embeddings
+    h_l = transformer_block(h_{l-1})       self-attention under the causal mask, then the FFN
+    P(u) = softmax(h_n W_eᵀ)               the output layer is the token table again (tied)
+    L₁(U) = Σ_i log P(u_i | u_{i-k}, …, u_{i-1}; Θ)
+
+A GPT block is the Transformer's *encoder* layer with a causal mask: there is no encoder to cross-attend to,
+so the decoder's middle sub-layer disappears (Radford et al. 2018, §3.1 "a multi-layer Transformer decoder";
+Liu et al. 2018, "Generating Wikipedia by Summarizing Long Sequences", the decoder-only variant it cites).
+
+Sequences are ``<s> u₁ … u_m </s>`` with the book's tokenizer ids (BOS = 1, EOS = 2, PAD = 0).
+
+Source: Radford, Narasimhan, Salimans, Sutskever (2018), "Improving Language Understanding by Generative
+Pre-Training", §3.1 Eq. (1) and Eq. (2), §3.2 Eq. (3)–(5); GPT-2: Radford et al. (2019) §2.3 (pre-LN, final
+LayerNorm).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .attention import causal_mask
+from .tokenize import PAD_ID
+from .transformer import EncoderLayer
+
+__all__ = ["GPTConfig", "GPT", "lm_loss", "generate"]
+
+
+@dataclass
+class GPTConfig:
+    """Sizes of a :class:`GPT`.
+
+    Attributes:
+        vocab_size: the tokenizer's vocabulary size.
+        d_model, num_heads, num_layers, d_ff: sizes (GPT-1: 768, 12, 12, 3072). ``num_heads`` must divide
+            ``d_model``; :class:`lib.attention.MultiHeadAttention` raises otherwise.
+        max_len: context window k = number of learned positions (GPT-1: 512).
+        dropout: on embeddings, residual branches and attention weights (GPT-1: 0.1).
+        pad_id: padding id (ignored by :func:`lm_loss`).
+        norm_first: pre-LN plus a final LayerNorm (GPT-2) if True; post-LN (GPT-1, the paper's Transformer) if False.
+        activation: ``"gelu"`` (GPT) or ``"relu"``.
+
+    Raises:
+        ValueError: non-positive sizes, dropout outside [0, 1).
+
+    Source: Radford et al. 2018, §4.1 "Model specifications".
+    """
+
+    vocab_size: int
+    d_model: int = 128
+    num_heads: int = 4
+    num_layers: int = 2
+    d_ff: int = 512
+    max_len: int = 64
+    dropout: float = 0.1
+    pad_id: int = PAD_ID
+    norm_first: bool = True
+    activation: str = "gelu"
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "d_model", "num_heads", "num_layers", "d_ff", "max_len"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+
+    @classmethod
+    def tiny(cls, vocab_size: int, **overrides) -> "GPTConfig":
+        """The book's CPU-sized model: d_model 128, 4 heads, 2 layers, d_ff 512, 48 positions, pre-LN."""
+        return cls(vocab_size, **{**dict(d_model=128, num_heads=4, num_layers=2, d_ff=512, max_len=48), **overrides})
+
+    @classmethod
+    def gpt1(cls, vocab_size: int = 40478, **overrides) -> "GPTConfig":
+        """GPT-1: 12 layers, d_model 768, 12 heads, d_ff 3072, 512 positions, post-LN (Radford et al. 2018, §4.1)."""
+        kw = dict(d_model=768, num_heads=12, num_layers=12, d_ff=3072, max_len=512, norm_first=False)
+        return cls(vocab_size, **{**kw, **overrides})
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class GPT(nn.Module):
+    """Decoder-only language model: ``ids (batch, seq)`` → next-token ``logits (batch, seq, vocab_size)``.
+
+    Position t sees tokens 0..t only (:func:`lib.attention.causal_mask`, ``True`` = may attend), so
+    ``logits[:, t]`` is the model's P(u_{t+1} | u_0..u_t). Right-padding needs no extra mask: padding comes after
+    the real tokens, which never attend to it.
+
+    Source: Radford et al. 2018, §3.1, Eq. (2).
+    """
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        c = config
+        self.config = c
+        self.token_embed = nn.Embedding(c.vocab_size, c.d_model)      # W_e
+        self.position_embed = nn.Embedding(c.max_len, c.d_model)      # W_p (learned)
+        self.dropout = nn.Dropout(c.dropout)
+        self.layers = nn.ModuleList(
+            EncoderLayer(c.d_model, c.num_heads, c.d_ff, c.dropout, c.dropout, norm_first=c.norm_first,
+                         activation=c.activation, fused=True)
+            for _ in range(c.num_layers)
+        )
+        self.final_norm = nn.LayerNorm(c.d_model) if c.norm_first else nn.Identity()
+        self.apply(self._init_weights)
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        # "weights initialized from N(0, 0.02)" (Radford et al. 2018, §4.1)
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, std=0.02)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                nn.init.zeros_(module.bias)
+
+    def num_parameters(self) -> int:
+        """Number of trainable parameters (W_e counted once: the output layer reuses it)."""
+        return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+    def forward(self, ids: Tensor, need_weights: bool = False):
+        """Next-token logits.
+
+        Args:
+            ids: ``(batch, seq)`` LongTensor, ``seq ≤ max_len``.
+            need_weights: also return each layer's attention weights ``(batch, heads, seq, seq)``.
+
+        Returns:
+            ``logits (batch, seq, vocab_size)``; with ``need_weights``, ``(logits, [weights per layer])``.
+
+        Raises:
+            ValueError: wrong shape/dtype, ids outside the vocabulary, or ``seq > max_len``.
+        """
+        c = self.config
+        if ids.dim() != 2 or ids.dtype != torch.long:
+            raise ValueError(f"ids must be a (batch, seq) LongTensor, got {tuple(ids.shape)} {ids.dtype}")
+        if ids.size(1) > c.max_len:
+            raise ValueError(f"sequence length {ids.size(1)} exceeds max_len={c.max_len} (the learned positions)")
+        if ids.numel() and (ids.min() < 0 or ids.max() >= c.vocab_size):
+            raise ValueError(f"ids must be in [0, vocab_size={c.vocab_size})")
+        positions = torch.arange(ids.size(1), device=ids.device)
+        h = self.dropout(self.token_embed(ids) + self.position_embed(positions)[None])   # h₀ = U W_e + W_p
+        mask = causal_mask(ids.size(1), ids.device)                                       # (seq, seq)
+        weights = []
+        for layer in self.layers:
+            h, w = layer(h, mask, need_weights)                                           # h_l = block(h_{l-1})
+            if need_weights:
+                weights.append(w)
+        logits = self.final_norm(h) @ self.token_embed.weight.T                          # h_n W_eᵀ (softmax in the loss)
+        return (logits, weights) if need_weights else logits
+
+
+def lm_loss(logits: Tensor, ids: Tensor, pad_id: int = PAD_ID) -> Tensor:
+    """−L₁ per token: the mean of −log P(u_i | u_<i) over the non-padding targets.
+
+    ``logits[:, t]`` predicts ``ids[:, t + 1]``; the first token (``<s>``) is never a target.
+
+    Args:
+        logits: ``(batch, seq, vocab)`` from :class:`GPT` applied to ``ids``.
+        ids: ``(batch, seq)``, right-padded with ``pad_id``.
+        pad_id: targets equal to it do not count.
+
+    Returns:
+        scalar tensor: nats per predicted token (exp of it is the perplexity).
+
+    Raises:
+        ValueError: shapes do not match or seq < 2.
+
+    Source: Radford et al. 2018, §3.1, Eq. (1) (maximising L₁ = minimising this loss).
+    """
+    if logits.dim() != 3 or logits.shape[:2] != ids.shape:
+        raise ValueError(f"logits (batch, seq, vocab) {tuple(logits.shape)} and ids (batch, seq) {tuple(ids.shape)} do not match")
+    if ids.size(1) < 2:
+        raise ValueError("need at least 2 tokens per row to predict one")
+    pred, target = logits[:, :-1], ids[:, 1:]                                  # shift: t predicts t + 1
+    return F.cross_entropy(pred.reshape(-1, pred.size(-1)), target.reshape(-1), ignore_index=pad_id)
+
+
+@torch.no_grad()
+def generate(
+    model: GPT,
+    prompt_ids: Tensor,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    generator: torch.Generator | None = None,
+    eos_id: int | None = None,
+) -> Tensor:
+    """Continue ``prompt_ids`` one token at a time by sampling from softmax(logits / T), optionally among the top k.
+
+    ``temperature == 0`` (or ``top_k == 1``) is greedy decoding: the argmax at every step. When the sequence
+    reaches ``max_len`` the oldest tokens drop out of the window (the model sees the last ``max_len``).
+    No key/value cache: each step re-runs the (short) context.
+
+    Args:
+        model: a :class:`GPT` (put in eval mode for the duration, then restored).
+        prompt_ids: ``(seq,)`` or ``(batch, seq)`` LongTensor, 1 ≤ seq ≤ max_len.
+        max_new_tokens: number of tokens to add (≥ 0).
+        temperature: T ≥ 0; T < 1 sharpens, T > 1 flattens the distribution, 0 = argmax.
+        top_k: keep only the k most probable tokens (k ≥ 1) before sampling; None = all.
+        generator: a seeded ``torch.Generator`` for the sampling.
+        eos_id: if given, a row that produced it continues with ``pad_id``; stops early when all rows have.
+
+    Returns:
+        ``(batch, seq + new)`` (or ``(seq + new,)`` for a 1-D prompt) with the prompt first.
+
+    Raises:
+        ValueError: temperature < 0, top_k < 1, max_new_tokens < 0, an empty prompt or one longer than max_len.
+
+    Source: temperature sampling (Ackley, Hinton, Sejnowski 1985; Radford et al. 2019 §3); top-k sampling: Fan,
+    Lewis, Dauphin (2018), "Hierarchical Neural Story Generation", §5.4.
+    """
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0 (0 = greedy), got {temperature}")
+    if top_k is not None and top_k < 1:
+        raise ValueError(f"top_k must be >= 1 or None, got {top_k}")
+    if max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+    squeeze = prompt_ids.dim() == 1
+    ids = prompt_ids[None] if squeeze else prompt_ids
+    if ids.dim() != 2 or ids.size(1) < 1:
+        raise ValueError(f"prompt_ids must be (seq,) or (batch, seq) with seq >= 1, got {tuple(prompt_ids.shape)}")
+    max_len = model.config.max_len
+    if ids.size(1) > max_len:
+        raise ValueError(f"prompt of {ids.size(1)} tokens is longer than the model's max_len={max_len}")
+    was_training = model.training
+    model.eval()
+    finished = torch.zeros(ids.size(0), dtype=torch.bool, device=ids.device)
+    for _ in range(max_new_tokens):
+        logits = model(ids[:, -max_len:])[:, -1]                               # (batch, vocab): the next token
+        if temperature == 0 or top_k == 1:
+            nxt = logits.argmax(-1)
+        else:
+            logits = logits / temperature
+            if top_k is not None and top_k < logits.size(-1):
+                kth = logits.topk(top_k, dim=-1).values[:, -1:]                    # (batch, 1)
+                logits = logits.masked_fill(logits < kth, float("-inf"))
+            probs = torch.softmax(logits, dim=-1)
+            nxt = torch.multinomial(probs, 1, generator=generator).squeeze(1)
+        if eos_id is not None:
+            nxt = torch.where(finished, torch.full_like(nxt, model.config.pad_id), nxt)
+            finished |= nxt == eos_id
+        ids = torch.cat([ids, nxt[:, None]], dim=1)
+        if eos_id is not None and bool(finished.all()):
+            break
+    model.train(was_training)
+    return ids[0] if squeeze else ids
