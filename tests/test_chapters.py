@@ -41,3 +41,75 @@ def test_notebook_is_ready_for_the_website(path):
     markdown = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     assert markdown.count("{exercise}") >= 3, "every chapter ends with at least 3 exercises"
     assert "## Summary" in markdown
+
+
+# --- the exercise, widget and output mechanics every chapter follows ---------------------------------
+
+# The capstone's exercises are open-ended (train longer, change the model) and it has no widget yet;
+# checkers and a widget for it belong to the classroom work (issue 7).
+WITHOUT_CHECKERS_OR_WIDGET = {"capstone"}
+CHECKED = [p for p in NOTEBOOKS if p.stem not in WITHOUT_CHECKERS_OR_WIDGET]
+
+def _cells(path):
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def _source(cell):
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def _tags(cell):
+    return cell.get("metadata", {}).get("tags", [])
+
+
+def _text_outputs(cell):
+    for out in cell.get("outputs", []):
+        if "text" in out:
+            yield "".join(out["text"]) if isinstance(out["text"], list) else out["text"]
+        plain = out.get("data", {}).get("text/plain")
+        if plain is not None:
+            yield "".join(plain) if isinstance(plain, list) else plain
+
+
+@pytest.mark.parametrize("path", CHECKED, ids=lambda p: p.stem)
+def test_checks_name_registered_exercises_of_this_chapter(path):
+    from lib.exercises import EXERCISES, list_exercises
+
+    used = set()
+    for cell in _cells(path):
+        used |= set(re.findall(r'check\("([^"]+)"', _source(cell)))
+    chapter_names = {ex.name for ex in list_exercises(path.stem)}
+    assert used <= set(EXERCISES), f"unknown exercises: {used - set(EXERCISES)}"
+    assert used == chapter_names
+    assert len(chapter_names) >= 3
+
+
+@pytest.mark.parametrize("path", CHECKED, ids=lambda p: p.stem)
+def test_solutions_are_gated_dropdowns_whose_code_passes(path):
+    cells = _cells(path)
+    solutions = [i for i, c in enumerate(cells) if "solution" in _tags(c)]
+    assert len(solutions) >= 3
+    for i in solutions:
+        before, cell, after = _source(cells[i - 1]), cells[i], _source(cells[i + 1])
+        assert cells[i - 1]["cell_type"] == "markdown" and before.startswith("```{solution-start}")
+        assert ":class: dropdown" in before
+        assert cells[i + 1]["cell_type"] == "markdown" and after.startswith("```{solution-end}")
+        label = before.split()[1]
+        assert any(f":label: {label}" in _source(c) for c in cells[:i] if c["cell_type"] == "markdown")
+        assert any("✅" in t for t in _text_outputs(cell)), f"solution {label} has no stored ✅"
+        assert _source(cell).rstrip().splitlines()[-1].startswith("assert check("), f"solution {label} ends without check"
+
+
+@pytest.mark.parametrize("path", CHECKED, ids=lambda p: p.stem)
+def test_widgets_come_after_a_static_figure_and_are_ignored_by_nbval(path):
+    cells = _cells(path)
+    widgets = [i for i, c in enumerate(cells) if c["cell_type"] == "code" and "ipywidgets" in _source(c)]
+    assert widgets, "every chapter has a widget"
+    for w in widgets:
+        assert {"nbval-ignore-output", "remove-output"} <= set(_tags(cells[w]))
+        assert "interact_manual" in _source(cells[w]), "interact_manual: plain interact stores figures as text"
+        # the static figure of the widget's default value comes earlier in the same section
+        start = max(i for i in range(w) if cells[i]["cell_type"] == "markdown" and _source(cells[i]).startswith("#"))
+        before = [c for c in cells[start:w] if c["cell_type"] == "code"]
+        assert any("image/png" in out.get("data", {}) for c in before for out in c.get("outputs", [])), \
+            f"no static figure before the widget in code cell {w}"
