@@ -14,8 +14,13 @@ On Debian/Ubuntu ``apt-get install fonts-noto-cjk`` (or ``fonts-wqy-microhei``) 
 
 from __future__ import annotations
 
+import base64
+import html
+import io
+import json
 import unicodedata
 import warnings
+from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
@@ -35,6 +40,8 @@ __all__ = [
     "plot_curves",
     "plot_mask",
     "plot_distributions",
+    "FigureSlider",
+    "figure_slider",
 ]
 
 # Cells up to this size get their value written in them when ``annotate=None``.
@@ -725,3 +732,150 @@ def plot_distributions(
         if n > 1:  # outside the axes, where it cannot hide a bar of height 1
             ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
     return fig
+
+
+# --------------------------------------------------------------------------------------------
+# Kernel-free sliders: a few pre-rendered figures and a range input, for the static website
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FigureSlider:
+    """Pre-rendered figures with a slider that picks one: an interactive figure that needs no kernel.
+
+    A notebook shows it through :meth:`_repr_html_` (an ``<input type="range">``, a label and an
+    ``<img>``, plus a few lines of JavaScript that swap the image), so it works in Jupyter, in Colab
+    and in the static website alike. The book's live ``ipywidgets`` views need a running kernel; this is
+    the form the website keeps.
+
+    Attributes:
+        name: what the slider sets, e.g. ``"T"``; shown before the value and used as the input's label.
+        labels: the ``n`` values as displayed, e.g. ``["0.1", "0.5", "1", "2"]``.
+        frames: ``n`` PNG images (bytes), ``frames[i]`` drawn for ``labels[i]``.
+        index: the frame shown first (``0 <= index < n``).
+        alt: the images' alternative text; ``{value}`` is replaced by the frame's label.
+        uid: the HTML id of the slider's container (unique within one page).
+    """
+
+    name: str
+    labels: tuple[str, ...]
+    frames: tuple[bytes, ...]
+    index: int
+    alt: str
+    uid: str
+
+    def _repr_html_(self) -> str:
+        urls = ["data:image/png;base64," + base64.b64encode(f).decode("ascii") for f in self.frames]
+        name = html.escape(self.name)
+        label = html.escape(self.labels[self.index])
+        alt = html.escape(self.alt.replace("{value}", self.labels[self.index]))
+        data = json.dumps({"frames": urls, "labels": list(self.labels),
+                           "alts": [self.alt.replace("{value}", v) for v in self.labels]})
+        # The data sits in a JSON script (not executed); the small script below reads it, so the
+        # page needs no library and no network.
+        return (
+            f'<div class="figure-slider" id="{self.uid}">'
+            f'<label style="display:block;font-family:sans-serif">{name} = '
+            f'<output class="figure-slider-value">{label}</output><br>'
+            f'<input type="range" class="figure-slider-input" min="0" max="{len(self.frames) - 1}" '
+            f'step="1" value="{self.index}" aria-label="{name}" style="width:min(100%,28em)"></label>'
+            f'<img class="figure-slider-image" src="{urls[self.index]}" alt="{alt}" '
+            f'style="max-width:100%;display:block">'
+            f'<script type="application/json" class="figure-slider-data">{_json_for_html(data)}</script>'
+            "<script>(function () {"
+            f'var root = document.getElementById("{self.uid}");'
+            'var data = JSON.parse(root.querySelector(".figure-slider-data").textContent);'
+            'var input = root.querySelector(".figure-slider-input");'
+            'var image = root.querySelector(".figure-slider-image");'
+            'var value = root.querySelector(".figure-slider-value");'
+            'input.addEventListener("input", function () {'
+            "var i = Number(input.value); image.src = data.frames[i]; image.alt = data.alts[i];"
+            "value.textContent = data.labels[i]; });"
+            "})();</script></div>"
+        )
+
+
+def _json_for_html(text: str) -> str:
+    """JSON text made safe inside ``<script>``: no ``</`` can close the element early."""
+    return text.replace("</", "<\\/")
+
+
+def figure_slider(
+    view: Any,
+    values: Sequence[Any],
+    *,
+    name: str,
+    index: int = 0,
+    fmt: Any = str,
+    alt: str | None = None,
+    dpi: int = 80,
+) -> FigureSlider:
+    """Draw ``view(value)`` for each value and return a slider over the figures (no kernel needed).
+
+    The book's interactive views are functions ``value -> Figure`` driven by an ``ipywidgets`` control
+    in a live notebook. The website has no kernel, so each chapter also draws a few values in advance
+    with this function; the reader slides between them in the browser.
+
+    Args:
+        view: a function ``view(value) -> matplotlib.figure.Figure`` (a figure from ``lib.plots`` or
+            any Figure/pyplot figure). It is called once per value, in order.
+        values: the ``n >= 2`` values to draw, in slider order (keep ``n`` small: every frame is a PNG
+            embedded in the page, typically 20–60 kB each).
+        name: what the slider sets, e.g. ``"T"`` or ``"head"``.
+        index: the position in ``values`` shown first.
+        fmt: ``fmt(value) -> str``, the label shown for a value (default ``str``).
+        alt: alternative text of the image, ``{value}`` replaced by the label; default
+            ``"<name> = {value>"``.
+        dpi: resolution of the PNG frames, in dots per inch.
+
+    Returns:
+        A :class:`FigureSlider`; a notebook displays it when a cell ends with it.
+
+    Raises:
+        ValueError: fewer than two values, ``index`` out of range, a non-positive ``dpi``, or ``view``
+            returned something that is not a matplotlib figure (the message names the value).
+    """
+    values = list(values)
+    if len(values) < 2:
+        raise ValueError(f"figure_slider needs at least 2 values to slide between, got {len(values)}")
+    if not 0 <= index < len(values):
+        raise ValueError(f"index must be in [0, {len(values) - 1}] (one of the {len(values)} values), got {index}")
+    if dpi <= 0:
+        raise ValueError(f"dpi must be positive, got {dpi}")
+    frames, labels = [], []
+    for value in values:
+        fig = view(value)
+        if not hasattr(fig, "savefig"):
+            raise ValueError(
+                f"view({value!r}) returned {type(fig).__name__}; it must return a matplotlib Figure"
+            )
+        buf = io.BytesIO()
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=_GLYPH_WARNING, category=UserWarning)
+            fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+        _close_if_pyplot(fig)
+        frames.append(buf.getvalue())
+        labels.append(str(fmt(value)))
+    uid = "figure-slider-" + _digest(name, labels, frames)
+    return FigureSlider(name=name, labels=tuple(labels), frames=tuple(frames), index=index,
+                        alt=alt if alt is not None else f"{name} = {{value}}", uid=uid)
+
+
+def _digest(name: str, labels: Sequence[str], frames: Sequence[bytes]) -> str:
+    """A short id that is the same for the same figures, so a re-executed notebook is stable."""
+    import hashlib
+
+    h = hashlib.sha1(name.encode())
+    for label, frame in zip(labels, frames):
+        h.update(label.encode())
+        h.update(frame)
+    return h.hexdigest()[:12]
+
+
+def _close_if_pyplot(fig: Any) -> None:
+    """Close a figure that pyplot manages (a plain ``Figure`` is not registered and needs nothing)."""
+    import sys
+
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None and getattr(fig, "number", None) is not None and plt.fignum_exists(fig.number):
+        plt.close(fig)

@@ -333,3 +333,45 @@ def test_no_function_creates_a_pyplot_figure():
     plot_curves({"a": ([0, 1], [1.0, 0.5])})
     plot_mask(w > 0.3)
     assert plt.get_fignums() == []
+
+
+# --------------------------------------------------------------------------------------------
+# figure_slider: pre-rendered frames for the static website
+# --------------------------------------------------------------------------------------------
+
+
+def _curve_view(k):
+    return plots.plot_curves({"k": (np.arange(5), np.arange(5) * k)}, title=f"k = {k}")
+
+
+def test_figure_slider_draws_one_png_per_value_with_its_label():
+    slider = plots.figure_slider(_curve_view, [1, 2, 3], name="k", index=1, fmt=lambda v: f"{v}x")
+    assert slider.labels == ("1x", "2x", "3x")
+    assert len(slider.frames) == 3 and all(f.startswith(b"\x89PNG") for f in slider.frames)
+    assert len(set(slider.frames)) == 3  # different values give different pictures
+    page = slider._repr_html_()
+    assert page.count('type="range"') == 1 and 'max="2"' in page and 'value="1"' in page
+    assert page.count("data:image/png;base64,") == 4  # three frames in the data, the shown one in <img>
+    assert ">2x</output>" in page  # the label of the first frame shown
+
+
+def test_figure_slider_is_deterministic_and_its_data_cannot_close_the_script():
+    a = plots.figure_slider(_curve_view, [1, 2], name="k", fmt=lambda v: "</script>")
+    b = plots.figure_slider(_curve_view, [1, 2], name="k", fmt=lambda v: "</script>")
+    assert a.uid == b.uid
+    data = a._repr_html_().split('class="figure-slider-data">')[1].split("</script>")[0]
+    assert "</" not in data
+
+
+@pytest.mark.parametrize(
+    "values, kwargs, match",
+    [([1], {}, "at least 2"), ([1, 2], {"index": 2}, "index"), ([1, 2], {"dpi": 0}, "dpi")],
+)
+def test_figure_slider_validation(values, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        plots.figure_slider(_curve_view, values, name="k", **kwargs)
+
+
+def test_figure_slider_rejects_a_view_that_returns_no_figure():
+    with pytest.raises(ValueError, match=r"view\(1\) returned int"):
+        plots.figure_slider(lambda v: v, [1, 2], name="k")
