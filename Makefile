@@ -2,6 +2,10 @@
 #   make book   set up .venv (first time only), build the website into _build/html
 #   make test   set up .venv (first time only), run the unit tests and re-run every chapter notebook (nbval)
 # Others:
+#   make test-browser   open every page of the built site in headless Chromium, offline (after `make book`);
+#                       screenshots go to _build/screenshots/
+#   make student        write the student edition (solutions removed) into student/
+#   make test-student   execute every student notebook top to bottom (slow)
 #   make execute        re-execute chapters/*.ipynb in place and store the outputs (the website shows them)
 #   make book EXECUTE=1 the same, then build
 #   make clean          remove _build
@@ -47,7 +51,7 @@ DETERMINISTIC_ENV := PYTHONHASHSEED=0 CUBLAS_WORKSPACE_CONFIG=:4096:8 JUPYTER_PR
 
 NOTEBOOKS = $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: book execute test env clean cjk-font
+.PHONY: book execute test env clean cjk-font vendor browser-deps test-browser student test-student
 
 env: $(STAMP)
 
@@ -86,7 +90,17 @@ cjk-font:
 	  echo "note: no CJK font found; for Chinese labels in figures install one, e.g. 'sudo apt-get install fonts-wqy-microhei'"; \
 	fi
 
-book: $(STAMP) $(if $(filter 1 yes true,$(EXECUTE)),execute)
+# The JavaScript the site loads (MathJax), fetched from the npm registry, checked against pinned sha512
+# sums and copied into _vendor/ (see tools/vendor_js.py), so the built site works with no network.
+vendor: $(STAMP)
+	@if ! command -v npm >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] \
+	    && ! $(BIN)/python tools/vendor_js.py --check >/dev/null 2>&1; then \
+	  echo "== installing npm (to fetch MathJax) =="; \
+	  apt-get install -y -q npm >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q npm >/dev/null); \
+	fi
+	$(BIN)/python tools/vendor_js.py
+
+book: $(STAMP) vendor $(if $(filter 1 yes true,$(EXECUTE)),execute)
 	@start=$$SECONDS; \
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS); \
 	echo "jupyter-book build: $$((SECONDS - start)) s"
@@ -117,7 +131,7 @@ execute: $(STAMP)
 test: $(STAMP)
 	@status=0; \
 	echo "== unit tests: pytest tests =="; \
-	$(BIN)/python -m pytest tests || status=1; \
+	$(BIN)/python -m pytest tests --ignore=tests/browser || status=1; \
 	if [ -n "$(NOTEBOOKS)" ]; then \
 	  echo "== notebooks: pytest --nbval chapters/ =="; \
 	  rc=0; \
@@ -128,6 +142,35 @@ test: $(STAMP)
 	  echo "== notebooks: no chapters/*.ipynb, nbval skipped =="; \
 	fi; \
 	exit $$status
+
+# Headless Chromium for the browser tests: Debian's `chromium` (installed as root with apt-get, with an emoji
+# font so that ✅ shows in screenshots) and the `playwright` Python driver (its own browser download is not used).
+browser-deps: $(STAMP)
+	$(BIN)/python -m pip install -q -r requirements-browser.txt
+	@if [ -n "$${CHROMIUM:-}" ] || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+	    || command -v google-chrome >/dev/null 2>&1; then \
+	  echo "Chromium: found"; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  echo "== installing Chromium (Debian package chromium) =="; \
+	  apt-get install -y -q chromium fonts-noto-color-emoji >/dev/null 2>&1 || \
+	    (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium fonts-noto-color-emoji >/dev/null); \
+	else \
+	  echo "ERROR: no Chromium found. Install it (Debian/Ubuntu: sudo apt-get install chromium) or set CHROMIUM=/path/to/chrome"; \
+	  exit 1; \
+	fi
+
+# The built site in headless Chromium, offline: pages, figures, maths, solution toggles, sliders, search, links.
+test-browser: browser-deps
+	@test -f _build/html/index.html || { echo "ERROR: no built site: run 'make book' first"; exit 1; }
+	$(BIN)/python -m pytest tests/browser
+
+# The student edition: every chapter without its solutions, each exercise cell a starter that prints
+# "not solved yet" until the reader fills it in.
+student: $(STAMP)
+	$(BIN)/python tools/student.py --out student
+
+test-student: student
+	STUDENT_EXECUTE=1 $(DETERMINISTIC_ENV) $(BIN)/python -m pytest -m student_execution tests/test_student.py
 
 clean:
 	rm -rf _build

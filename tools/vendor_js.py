@@ -1,0 +1,160 @@
+"""Fetch the JavaScript the website loads, so that the built site works with no network.
+
+The book's pages load one third-party script: MathJax 3, which typesets the maths. Sphinx's default
+loads it from a public CDN, so a site served from a school's intranet or opened offline shows raw
+``$...$``. This script fetches a pinned MathJax release from the npm registry with the ``npm`` client
+(``npm pack``, which uses whatever registry npm is configured for), checks the tarball against the
+sha512 recorded below, and copies only the files the site loads into ``_vendor/`` (about 5 MB of the
+package's 24 MB). ``_config.yml`` points Sphinx at them (``html_static_path: [_vendor]``,
+``mathjax_path``), so ``jupyter-book build`` copies them into ``_build/html/_static/``.
+
+The ipywidgets manager (require.js + ``@jupyter-widgets/html-manager``) is not vendored: no page
+embeds a widget view. The live widgets are for notebook readers (their outputs are removed from the
+site), and the site's interactive figures are :func:`lib.plots.figure_slider` frames, which need no
+library at all. ``_config.yml`` therefore sets ``nb_ipywidgets_js: {}``.
+
+Usage (``make vendor`` runs it; ``make book`` depends on it)::
+
+    python tools/vendor_js.py            # fetch into .cache/vendor/, copy into _vendor/
+    python tools/vendor_js.py --check    # exit 1 unless _vendor/ is complete and up to date
+
+Errors: a missing ``npm`` (install Node.js, e.g. ``apt-get install npm``), a failed download, or a
+tarball whose sha512 differs from the pinned one stop the script with a message that says which.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import fnmatch
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = ROOT / ".cache" / "vendor"  # downloaded tarballs (hidden folder: not part of the site)
+OUT = ROOT / "_vendor"  # html_static_path: copied into _build/html/_static/
+
+# name, version, the registry's sha512 integrity of the tarball, the files the site loads
+# (globs relative to the package root) and the folder under _vendor/.
+PACKAGES = [
+    {
+        "name": "mathjax",
+        "version": "3.2.2",
+        "integrity": "sha512-Bt+SSVU8eBG27zChVewOicYs7Xsdt40qm4+UpHyX7k0/O9NliPc+x77k1/FEsPsjKPZGJvtRZM1vO+geW0OhGw==",
+        "files": [
+            "LICENSE",
+            "es5/tex-mml-chtml.js",  # the component Sphinx loads by default (TeX and MathML in, CHTML out)
+            "es5/output/chtml/fonts/woff-v2/*",  # the fonts CHTML output fetches as glyphs are needed
+            "es5/input/tex/extensions/*",  # TeX packages that \\require / autoload pull in on demand
+            "es5/input/mml/extensions/*",
+            "es5/ui/*",  # the right-click menu and its lazy parts
+            "es5/a11y/*",  # accessibility extensions the menu can switch on
+        ],
+        "dest": "mathjax",
+    },
+]
+STAMP = OUT / ".vendored.json"
+
+
+def integrity_of(path: Path) -> str:
+    """The npm-style ``sha512-<base64>`` integrity string of a file."""
+    digest = hashlib.sha512(path.read_bytes()).digest()
+    return "sha512-" + base64.b64encode(digest).decode("ascii")
+
+
+def fetch(pkg: dict) -> Path:
+    """The package's tarball in the cache, downloaded with ``npm pack`` if needed and verified.
+
+    Raises:
+        SystemExit: npm is missing, the download failed, or the sha512 differs from the pinned one.
+    """
+    CACHE.mkdir(parents=True, exist_ok=True)
+    tarball = CACHE / f"{pkg['name'].replace('@', '').replace('/', '-')}-{pkg['version']}.tgz"
+    if not tarball.exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            sys.exit("tools/vendor_js.py: `npm` not found. The offline website needs MathJax from the npm "
+                     "registry: install Node.js and npm (Debian/Ubuntu: apt-get install npm), then re-run.")
+        spec = f"{pkg['name']}@{pkg['version']}"
+        print(f"fetching {spec} with npm pack")
+        done = subprocess.run([npm, "pack", spec, "--pack-destination", str(CACHE), "--silent"],
+                              capture_output=True, text=True)
+        if done.returncode != 0 or not tarball.exists():
+            sys.exit(f"tools/vendor_js.py: `npm pack {spec}` failed (exit {done.returncode}):\n"
+                     f"{done.stderr.strip() or done.stdout.strip()}")
+    got = integrity_of(tarball)
+    if got != pkg["integrity"]:
+        tarball.unlink()
+        sys.exit(f"tools/vendor_js.py: checksum mismatch for {pkg['name']}@{pkg['version']}: "
+                 f"expected {pkg['integrity']}, got {got}. The file was deleted; re-run to download it again.")
+    return tarball
+
+
+def extract(pkg: dict, tarball: Path) -> list[str]:
+    """Copy the package's wanted files from its tarball into ``_vendor/<dest>``; return their paths."""
+    dest = OUT / pkg["dest"]
+    shutil.rmtree(dest, ignore_errors=True)
+    copied = []
+    with tarfile.open(tarball, "r:gz") as tar:
+        for member in tar.getmembers():
+            if not member.isfile() or not member.name.startswith("package/"):
+                continue
+            rel = member.name[len("package/"):]
+            # fnmatch's * also matches "/", so "extensions/*" takes the whole folder, as intended.
+            if not any(fnmatch.fnmatch(rel, pattern) for pattern in pkg["files"]):
+                continue
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            source = tar.extractfile(member)
+            assert source is not None  # a regular file
+            target.write_bytes(source.read())
+            copied.append(rel)
+    missing = [p for p in pkg["files"] if not any(fnmatch.fnmatch(c, p) for c in copied)]
+    if missing:
+        sys.exit(f"tools/vendor_js.py: {pkg['name']}@{pkg['version']} has no file matching {missing}")
+    return copied
+
+
+def wanted_stamp() -> dict:
+    return {p["name"]: {"version": p["version"], "integrity": p["integrity"], "files": p["files"]} for p in PACKAGES}
+
+
+def up_to_date() -> bool:
+    """True when ``_vendor/`` was filled from exactly the pinned packages and its files are all there."""
+    if not STAMP.exists():
+        return False
+    stamp = json.loads(STAMP.read_text())
+    if stamp.get("packages") != wanted_stamp():
+        return False
+    return all((OUT / rel).is_file() for rel in stamp.get("copied", []))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 unless _vendor/ is complete and up to date")
+    parser.add_argument("--force", action="store_true", help="copy the files again even when up to date")
+    args = parser.parse_args(argv)
+    if args.check:
+        ok = up_to_date()
+        print("_vendor/ is up to date" if ok else "_vendor/ is missing or stale: run `make vendor`")
+        return 0 if ok else 1
+    if up_to_date() and not args.force:
+        print("_vendor/: up to date")
+        return 0
+    copied = []
+    for pkg in PACKAGES:
+        files = extract(pkg, fetch(pkg))
+        copied += [f"{pkg['dest']}/{f}" for f in files]
+        size = sum((OUT / pkg["dest"] / f).stat().st_size for f in files)
+        print(f"{pkg['name']}@{pkg['version']}: {len(files)} files, {size / 1e6:.1f} MB in _vendor/{pkg['dest']}/")
+    STAMP.write_text(json.dumps({"packages": wanted_stamp(), "copied": copied}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
