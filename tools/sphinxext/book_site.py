@@ -1,4 +1,5 @@
-"""The book's own Sphinx extension: two fixes so that every page loads with no console error.
+"""The book's own Sphinx extension: the citation style, and two fixes so that every page loads with no
+console error.
 
 Loaded by ``_config.yml`` (``sphinx.local_extensions``). Found with the browser tests in
 ``tests/browser/`` (headless Chromium reports both as console errors on every page):
@@ -14,7 +15,33 @@ Loaded by ``_config.yml`` (``sphinx.local_extensions``). Found with the browser 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
+
+import sphinxcontrib.bibtex.plugin
+from sphinxcontrib.bibtex.style.referencing import BracketStyle
+from sphinxcontrib.bibtex.style.referencing.author_year import AuthorYearReferenceStyle
+
+
+def _round() -> BracketStyle:
+    return BracketStyle(left="(", right=")")
+
+
+@dataclass
+class RoundAuthorYear(AuthorYearReferenceStyle):
+    """Author–year citations in round brackets, as the papers the book cites write them:
+    {cite:t} gives "Vaswani et al. (2017)", {cite:p} "(Vaswani et al., 2017)". (The plugin's built-in
+    ``author_year`` uses square brackets.) Selected by ``bibtex_reference_style: author_year_round``."""
+
+    bracket_parenthetical: BracketStyle = field(default_factory=_round)
+    bracket_textual: BracketStyle = field(default_factory=_round)
+    bracket_author: BracketStyle = field(default_factory=_round)
+    bracket_label: BracketStyle = field(default_factory=_round)
+    bracket_year: BracketStyle = field(default_factory=_round)
+
+
+sphinxcontrib.bibtex.plugin.register_plugin(
+    "sphinxcontrib.bibtex.style.referencing", "author_year_round", RoundAuthorYear)
 
 
 def _set_default_mode(context: dict) -> None:
