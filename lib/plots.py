@@ -20,7 +20,7 @@ import io
 import json
 import unicodedata
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
@@ -759,7 +759,7 @@ class FigureSlider:
 
     name: str
     labels: tuple[str, ...]
-    frames: tuple[bytes, ...]
+    frames: tuple[bytes, ...] = field(repr=False)   # the notebook's text/plain output stays short
     index: int
     alt: str
     uid: str

@@ -113,3 +113,58 @@ def test_widgets_come_after_a_static_figure_and_are_ignored_by_nbval(path):
         before = [c for c in cells[start:w] if c["cell_type"] == "code"]
         assert any("image/png" in out.get("data", {}) for c in before for out in c.get("outputs", [])), \
             f"no static figure before the widget in code cell {w}"
+
+
+# --- the website has no kernel: every live widget has a kernel-free slider before it ---------------------
+
+WIDGET_CALL = re.compile(r"\binteract(_manual)?\b")
+SLIDER_BYTES = 800 * 1024
+
+
+def _widget_cells(cells):
+    return [i for i, c in enumerate(cells) if c["cell_type"] == "code" and WIDGET_CALL.search(_source(c))]
+
+
+def _slider_frames(cell):
+    """The frames (data URLs) of a figure_slider cell's stored HTML output, or None without one."""
+    for out in cell.get("outputs", []):
+        page = out.get("data", {}).get("text/html")
+        if page is None:
+            continue
+        page = "".join(page) if isinstance(page, list) else page
+        if 'class="figure-slider"' not in page:
+            continue
+        data = json.loads(page.split('class="figure-slider-data">')[1].split("</script>")[0])
+        assert len(data["frames"]) == len(data["labels"]) == len(data["alts"])
+        return data["frames"]
+    return None
+
+
+@pytest.mark.parametrize("path", CHECKED, ids=lambda p: p.stem)
+def test_every_widget_has_a_kernel_free_slider_before_it(path):
+    # The live ipywidgets view shows nothing on the static website; lib.plots.figure_slider pre-renders a
+    # few of its figures and swaps them with a range input, which works in Jupyter, Colab and the website.
+    cells = _cells(path)
+    widgets = _widget_cells(cells)
+    assert widgets, "every chapter has an interact/interact_manual widget"
+    for w in widgets:
+        start = max(i for i in range(w) if cells[i]["cell_type"] == "markdown" and _source(cells[i]).startswith("#"))
+        sliders = [i for i in range(start, w) if cells[i]["cell_type"] == "code" and "figure_slider(" in _source(cells[i])]
+        assert sliders, f"no figure_slider cell before the widget in cell {w} (same section)"
+        for s in sliders:
+            cell = cells[s]
+            assert "nbval-ignore-output" in _tags(cell), "PNG bytes differ between machines"
+            assert "remove-output" not in _tags(cell), "the slider is what the website shows"
+            frames = _slider_frames(cell)
+            assert frames is not None, f"cell {s}: no stored figure-slider HTML output (make execute)"
+            assert len(frames) >= 2 and all(f.startswith("data:image/png;base64,") for f in frames)
+            size = len(json.dumps(cell["outputs"], ensure_ascii=False))
+            assert size < SLIDER_BYTES, f"cell {s}: the slider's output is {size / 1024:.0f} kB (fewer frames, lower dpi)"
+            for out in cell["outputs"]:
+                plain = out.get("data", {}).get("text/plain", "")
+                plain = "".join(plain) if isinstance(plain, list) else plain
+                assert len(plain) < 2000, f"cell {s}: the text/plain output holds the frames"
+        # static figure -> kernel-free slider -> live widget
+        first = sliders[0]
+        assert any("image/png" in out.get("data", {}) for c in cells[start:first] if c["cell_type"] == "code"
+                   for out in c.get("outputs", [])), f"no static figure before the slider in cell {first}"
