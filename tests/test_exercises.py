@@ -227,3 +227,71 @@ def test_a_checker_remark_is_printed_after_correct(capsys):
         assert not check(name, 41) and capsys.readouterr().out == f"❌ {name}: not 42\n"
     finally:
         del EXERCISES[name]
+
+
+# --- a function whose body is still `...` (the student edition's starter cells) -------------------
+
+
+def test_a_function_returning_ellipsis_is_not_solved_yet(capsys):
+    def pe_row(pos, d_model):
+        """One row of the encoding."""
+        ...  # your code here
+
+    assert check("pe_row", pe_row) is False
+    assert capsys.readouterr().out == "⏳ pe_row: not solved yet — fill in the body of pe_row\n"
+
+
+def test_a_lambda_returning_ellipsis_is_not_solved_yet(capsys):
+    assert check("pe_norm", lambda d_model: ...) is False
+    assert capsys.readouterr().out == "⏳ pe_norm: not solved yet — fill in the body of your function\n"
+
+
+def test_none_still_means_a_forgotten_return_not_unsolved(capsys):
+    def pe_norm(d_model):
+        math.sqrt(d_model / 2)  # computed, but not returned
+
+    assert check("pe_norm", pe_norm) is False
+    out = capsys.readouterr().out
+    assert out.startswith("❌ pe_norm: ") and "did you forget the `return`" in out
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (correct, _) in ALL_CASES.items() if callable(correct)))
+def test_every_function_exercise_reports_a_placeholder_body_as_not_solved(name, capsys):
+    # Whatever the checker does first (a plain call, a call that expects ValueError, a memory measurement),
+    # a stub that returns `...` must give the one ⏳ line, never ❌ or a traceback.
+    def stub(*args, **kwargs):
+        ...
+
+    assert check(name, stub) is False
+    assert capsys.readouterr().out == f"⏳ {name}: not solved yet — fill in the body of stub\n"
+
+
+def test_a_placeholder_body_is_recognised_with_or_without_docstring_and_pass(capsys):
+    def with_pass(d_model):
+        pass
+
+    def with_docstring_only(d_model):
+        """The length of one row."""
+
+    assert check("pe_norm", with_pass) is False
+    assert check("pe_norm", with_docstring_only) is False
+    assert capsys.readouterr().out == ("⏳ pe_norm: not solved yet — fill in the body of with_pass\n"
+                                       "⏳ pe_norm: not solved yet — fill in the body of with_docstring_only\n")
+
+
+def test_a_returned_ellipsis_from_a_body_that_does_something_is_also_not_solved(capsys):
+    def pe_norm(d_model):
+        half = d_model / 2  # started, not finished
+        return ... if half else ...
+
+    assert check("pe_norm", pe_norm) is False
+    assert capsys.readouterr().out == "⏳ pe_norm: not solved yet — fill in the body of pe_norm\n"
+
+
+def test_a_decorated_placeholder_is_not_solved_yet(capsys):
+    @torch.no_grad()
+    def pe_norm(d_model):
+        ...
+
+    assert check("pe_norm", pe_norm) is False
+    assert capsys.readouterr().out == "⏳ pe_norm: not solved yet — fill in the body of pe_norm\n"

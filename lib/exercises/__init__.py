@@ -7,6 +7,11 @@ few inputs, including the edge the exercise is about, and :func:`check` prints o
     ✅ pe_row: correct. <a short remark>
     ❌ pe_row: for pos=1, d_model=8 your row is [...]; expected [...]. It looks like ...
     ⏳ pe_row: not solved yet — replace the ... with your answer
+    ⏳ pe_row: not solved yet — fill in the body of pe_row
+
+The last line is for a function whose body is still ``...`` (the starter cells of the student edition,
+``tools/student.py``, write ``def pe_row(pos, d_model): ...``) or that returns ``...``: not written yet,
+not wrong. A function whose body does something but returns None is told that it forgot its ``return``.
 
 A wrong answer never raises: an exception from the reader's function is reported on the ❌ line.
 Only a programming error raises, e.g. an unknown exercise name (:class:`ValueError`).
@@ -24,13 +29,16 @@ this file)::
 A checker raises ``AssertionError("helpful message")`` when the answer is wrong (use ``raise``, not a bare
 ``assert``, which ``python -O`` removes). It calls the reader's function through :func:`_call`, so that an
 exception the reader's code raises is reported as "your function raised ...", not as a failure of the checker,
-and a function that forgot its ``return`` is named as such.
+a function that forgot its ``return`` (returns None) is named as such, and a function that returns ``...``
+(a body not filled in yet) is reported as ⏳ "not solved yet".
 
 Source: the exercise/solution pattern of the QuantEcon lectures (``sphinx-exercise``).
 """
 
 from __future__ import annotations
 
+import dis
+import inspect
 import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -112,18 +120,54 @@ class _AnswerRaised(Exception):
         self.original = original
 
 
+class _NotSolved(Exception):
+    """The reader's function is still the starter's placeholder (its body is ``...``, or it returned ``...``).
+
+    Not an AssertionError and not an :class:`_AnswerRaised`, so that a checker's own ``except`` clauses
+    let it through to :func:`check`, which reports ⏳.
+    """
+
+    def __init__(self, function_name: str) -> None:
+        super().__init__(function_name)
+        self.function_name = function_name
+
+
+def _is_placeholder(fn: Any) -> bool:
+    """True for a function whose body does nothing: only a docstring and ``...`` (or ``pass``).
+
+    Such a function returns None, like one that forgot its ``return``; its bytecode tells the two apart
+    (it only returns the constant None). Decorators that use ``functools.wraps`` (``@torch.no_grad()``) are
+    looked through.
+    """
+    try:
+        fn = inspect.unwrap(fn)
+    except ValueError:  # a cycle of __wrapped__
+        return False
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return False
+    ops = [(ins.opname, ins.argval) for ins in dis.get_instructions(code)
+           if ins.opname not in ("RESUME", "NOP", "CACHE", "COPY_FREE_VARS", "MAKE_CELL")]
+    return ops in ([("LOAD_CONST", None), ("RETURN_VALUE", None)], [("RETURN_CONST", None)])
+
+
 def _call(fn: Callable[..., Any], *args: Any) -> Any:
     """Call the reader's function; an exception it raises becomes :class:`_AnswerRaised`.
 
     Raises:
         _AnswerRaised: the reader's function raised (reported by :func:`check`).
-        AssertionError: it returned None or ``...`` (a forgotten ``return``).
+        _NotSolved: it returned ``...``, or its body is still the starter's ``...`` (only a docstring and
+            ``...``); :func:`check` prints ⏳.
+        AssertionError: it returned None from a body that does something (a forgotten ``return``).
     """
     try:
         result = fn(*args)
     except Exception as err:  # noqa: BLE001 - any error of the reader's code is reported, not raised
         raise _AnswerRaised(err) from err
-    if result is None or result is Ellipsis:
+    if result is Ellipsis or (result is None and _is_placeholder(fn)):
+        name = getattr(fn, "__name__", "")
+        raise _NotSolved(name if name.isidentifier() else "your function")
+    if result is None:
         raise AssertionError(f"your function returned {result!r} — did you forget the `return` statement?")
     return result
 
@@ -133,10 +177,12 @@ def check(name: str, answer: Any) -> bool:
 
     Args:
         name: the exercise's name, e.g. ``"pe_row"`` (see :func:`list_exercises`).
-        answer: the reader's function or value. ``None`` or ``...`` means "not solved yet".
+        answer: the reader's function or value. ``None`` or ``...`` means "not solved yet", and so does a
+            function that returns ``...`` (a body not filled in yet, e.g. ``def pe_row(pos, d_model): ...``).
 
     Returns:
-        True when the answer is correct, False otherwise (also when the reader's function raised).
+        True when the answer is correct, False otherwise (also when the reader's function raised, and when
+        the exercise is not solved yet).
 
     Raises:
         ValueError: ``name`` is not a registered exercise (the message lists the known names).
@@ -149,6 +195,9 @@ def check(name: str, answer: Any) -> bool:
         return False
     try:
         remark = EXERCISES[name].checker(answer)
+    except _NotSolved as err:
+        print(f"⏳ {name}: not solved yet — fill in the body of {err.function_name}")
+        return False
     except _AnswerRaised as err:
         e = err.original
         print(f"❌ {name}: your function raised {type(e).__name__}: {e}")
@@ -225,3 +274,4 @@ from . import bahdanau_attention  # noqa: E402,F401
 from . import seq2seq_bottleneck  # noqa: E402,F401
 from . import efficient_attention  # noqa: E402,F401
 from . import bert_gpt  # noqa: E402,F401
+from . import capstone  # noqa: E402,F401

@@ -85,3 +85,20 @@ def test_every_chapter_offers_its_notebook_for_download():
     for page in chapters:
         ipynb = [u for u, t, _ in _targets(page) if t.endswith(".ipynb")]
         assert ipynb, f"{page} has no link to its .ipynb"
+
+
+def test_every_chapter_has_binder_and_colab_launch_buttons():
+    """Launch buttons open the chapter's own notebook from the repository named in _config.yml."""
+    import re
+
+    config = (SITE.parent.parent / "_config.yml").read_text(encoding="utf-8")
+    repo = re.search(r"^repository:\s*\n\s+url:\s*https://github\.com/(\S+)", config, flags=re.M).group(1)
+    chapters = [p for p in PAGES if p.startswith("chapters/") and (SITE.parent.parent / p).with_suffix(".ipynb").exists()]
+    for page in chapters:
+        nb = page.removesuffix(".html") + ".ipynb"
+        urls = _parse(page).urls
+        colab = [u for u in urls if u.startswith("https://colab.research.google.com/github/")]
+        binder = [u for u in urls if u.startswith("https://mybinder.org/v2/gh/")]
+        assert colab == [f"https://colab.research.google.com/github/{repo}/blob/main/{nb}"], f"{page}: {colab}"
+        assert len(binder) == 1 and binder[0].startswith(f"https://mybinder.org/v2/gh/{repo}/main?") \
+            and binder[0].endswith(nb), f"{page}: {binder}"
