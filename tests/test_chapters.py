@@ -23,7 +23,9 @@ def test_every_toc_entry_exists():
 def test_notebook_is_ready_for_the_website(path):
     assert path.stat().st_size < 2 * 1024 * 1024, "keep notebooks under 2 MB (lower the figure size/DPI)"
     nb = json.loads(path.read_text())
-    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    # The Colab set-up cell (tools/colab_cell.py, hidden on the website) comes first and may be unexecuted:
+    # outside Colab it does nothing.
+    code = [c for c in nb["cells"] if c["cell_type"] == "code" and c.get("id") != "colab-setup"]
     assert "".join(code[0]["source"]).startswith("%matplotlib inline"), "figures need the inline backend"
     assert all(c.get("execution_count") for c in code), "every code cell has run (make execute)"
     counts = [c["execution_count"] for c in code]
@@ -45,10 +47,7 @@ def test_notebook_is_ready_for_the_website(path):
 
 # --- the exercise, widget and output mechanics every chapter follows ---------------------------------
 
-# The capstone's exercises are open-ended (train longer, change the model) and it has no widget yet;
-# checkers and a widget for it belong to the classroom work (issue 7).
-WITHOUT_CHECKERS_OR_WIDGET = {"capstone"}
-CHECKED = [p for p in NOTEBOOKS if p.stem not in WITHOUT_CHECKERS_OR_WIDGET]
+CHECKED = NOTEBOOKS  # every chapter: exercises with checkers, a widget, a kernel-free slider
 
 def _cells(path):
     return json.loads(path.read_text(encoding="utf-8"))["cells"]
@@ -168,3 +167,18 @@ def test_every_widget_has_a_kernel_free_slider_before_it(path):
         first = sliders[0]
         assert any("image/png" in out.get("data", {}) for c in cells[start:first] if c["cell_type"] == "code"
                    for out in c.get("outputs", [])), f"no static figure before the slider in cell {first}"
+
+
+def test_every_chapter_starts_with_the_colab_set_up_cell():
+    """The Colab launch button needs it (tools/colab_cell.py writes it from _config.yml's repository.url)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "colab_cell.py"), "--check"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for path in NOTEBOOKS:
+        cell = json.loads(path.read_text(encoding="utf-8"))["cells"][1]
+        source = "".join(cell["source"])
+        assert cell["metadata"].get("tags") == ["remove-cell"] and 'if "google.colab" in sys.modules:' in source
+        assert cell.get("outputs") in ([], None), f"{path.name}: the set-up cell printed something outside Colab"

@@ -295,3 +295,30 @@ def test_a_decorated_placeholder_is_not_solved_yet(capsys):
 
     assert check("pe_norm", pe_norm) is False
     assert capsys.readouterr().out == "⏳ pe_norm: not solved yet — fill in the body of pe_norm\n"
+
+
+def test_progress_reports_the_latest_result_of_each_exercise_of_a_chapter(capsys):
+    import math
+
+    from lib import exercises
+
+    exercises.RESULTS.clear()
+    assert exercises.progress() == {}
+    assert "no exercise checked yet" in capsys.readouterr().out
+
+    def pe_norm(d_model):
+        return d_model  # wrong
+
+    assert not exercises.check("pe_norm", pe_norm)
+    assert not exercises.check("pe_row", ...)
+    status = exercises.progress("positional_encoding")
+    out = capsys.readouterr().out
+    assert status["pe_norm"] == "❌" and status["pe_row"] == "⏳" and status["pe_shift_matrix"] == "·"
+    assert "positional_encoding: 0 of" in out
+
+    assert exercises.check("pe_norm", lambda d_model: math.sqrt(d_model / 2))  # the latest result counts
+    assert exercises.progress()["pe_norm"] == "✅"
+    assert "positional_encoding: 1 of" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="no exercises for chapter 'nope'"):
+        exercises.progress("nope")
+    exercises.RESULTS.clear()

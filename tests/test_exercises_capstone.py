@@ -267,6 +267,17 @@ def test_greedy_checker_leaves_the_model_in_eval_mode(capsys):
     assert not _shipped().model.training
 
 
+def test_greedy_checker_restores_the_thread_count(capsys):
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        check("cap_greedy_decode", greedy_correct)
+        check("cap_greedy_decode", lambda m, s, n: 1 / 0)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_smoothing_accepts_torch_label_smoothing_and_floats(capsys):
     def torch_version(logits, target, epsilon):
         return F.cross_entropy(logits.reshape(-1, logits.size(-1)), target.reshape(-1), ignore_index=PAD_ID,

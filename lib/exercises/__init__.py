@@ -48,7 +48,7 @@ import numpy as np
 import torch
 
 
-__all__ = ["Exercise", "EXERCISES", "exercise", "check", "list_exercises"]
+__all__ = ["Exercise", "EXERCISES", "exercise", "check", "list_exercises", "progress"]
 
 Checker = Callable[[Any], "str | None"]
 
@@ -190,26 +190,67 @@ def check(name: str, answer: Any) -> bool:
     if name not in EXERCISES:
         known = ", ".join(sorted(EXERCISES)) or "(none)"
         raise ValueError(f"unknown exercise {name!r}; known exercises: {known}")
+    line = _verdict(name, answer)
+    print(line)
+    RESULTS[name] = line
+    return line.startswith("✅")
+
+
+def _verdict(name: str, answer: Any) -> str:
+    """The one line :func:`check` prints for ``answer``."""
     if answer is None or answer is Ellipsis:
-        print(f"⏳ {name}: not solved yet — replace the ... with your answer")
-        return False
+        return f"⏳ {name}: not solved yet — replace the ... with your answer"
     try:
         remark = EXERCISES[name].checker(answer)
     except _NotSolved as err:
-        print(f"⏳ {name}: not solved yet — fill in the body of {err.function_name}")
-        return False
+        return f"⏳ {name}: not solved yet — fill in the body of {err.function_name}"
     except _AnswerRaised as err:
         e = err.original
-        print(f"❌ {name}: your function raised {type(e).__name__}: {e}")
-        return False
+        return f"❌ {name}: your function raised {type(e).__name__}: {e}"
     except AssertionError as err:
-        print(f"❌ {name}: {err}")
-        return False
+        return f"❌ {name}: {err}"
     except Exception as err:  # noqa: BLE001 - an answer of an unexpected type must not crash the page
-        print(f"❌ {name}: could not check your answer ({type(err).__name__}: {err})")
-        return False
-    print(f"✅ {name}: correct." + (f" {remark}" if remark else ""))
-    return True
+        return f"❌ {name}: could not check your answer ({type(err).__name__}: {err})"
+    return f"✅ {name}: correct." + (f" {remark}" if remark else "")
+
+
+# The latest line check() printed for each exercise in this Python session (this notebook's kernel).
+RESULTS: dict[str, str] = {}
+
+
+def progress(chapter: str | None = None) -> dict[str, str]:
+    """Print one line per exercise, ✅ / ❌ / ⏳ as last checked in this session, · if never checked.
+
+    For a class: students run ``progress()`` in the last cell of a chapter and hand in the notebook (or copy
+    the lines into a form); the teacher sees at a glance what each solved.
+
+    Args:
+        chapter: a chapter's file stem (``"positional_encoding"``); None: every chapter with at least one
+            exercise checked in this session.
+
+    Returns:
+        ``{exercise name: status}`` with status ``"✅"``, ``"❌"``, ``"⏳"`` or ``"·"``, in registration order.
+
+    Raises:
+        ValueError: ``chapter`` has no registered exercises (the message lists the chapters that do).
+    """
+    chapters = list(dict.fromkeys(ex.chapter for ex in EXERCISES.values()))
+    if chapter is not None and chapter not in chapters:
+        raise ValueError(f"no exercises for chapter {chapter!r}; chapters with exercises: {', '.join(chapters)}")
+    wanted = [chapter] if chapter is not None else [c for c in chapters if any(
+        ex.chapter == c and ex.name in RESULTS for ex in EXERCISES.values())]
+    status: dict[str, str] = {}
+    for ch in wanted:
+        exercises = list_exercises(ch)
+        solved = sum(RESULTS.get(ex.name, "").startswith("✅") for ex in exercises)
+        print(f"{ch}: {solved} of {len(exercises)} solved")
+        for ex in exercises:
+            mark = RESULTS[ex.name][0] if ex.name in RESULTS else "·"
+            status[ex.name] = mark
+            print(f"  {mark} {ex.name}: {ex.summary}")
+    if not wanted:
+        print("no exercise checked yet in this session")
+    return status
 
 
 # --------------------------------------------------------------------------------------------
