@@ -1,7 +1,7 @@
 """How efficient attention scales: time and memory against sequence length for full, sparse, linear and LSH attention.
 
 For n = --min-n, 2·min-n, ..., --max-n (powers of two), random float32 queries, keys and values of shape
-(batch, heads, n, d_k) go through six self-attentions (``lib.efficient.attention_methods``):
+(batch, heads, n, d_k) go through six self-attentions (``lib.cost.attention_methods``):
 
 - ``full (lib)``: ``lib.attention.scaled_dot_product_attention`` (explicit; builds and returns the n × n weights);
 - ``full (torch fused)``: ``torch.nn.functional.scaled_dot_product_attention`` (exact, O(n) memory, FlashAttention-style);
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from lib.efficient import attention_methods, crossover, scaling_cost
+from lib.cost import attention_methods, crossover, scaling_cost
 
 # machine_facts and seq_lengths are shared with bench/attention_cost.py (bench/ is a folder of scripts).
 _spec = importlib.util.spec_from_file_location("attention_cost", Path(__file__).resolve().parent / "attention_cost.py")

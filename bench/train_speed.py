@@ -37,7 +37,8 @@ from torch import Tensor, nn
 from lib.attention import MultiHeadAttention
 from lib.data import Batch, encode_pairs, load_multi30k, make_batches
 from lib.positional import sinusoidal_positional_encoding
-from lib.tokenize import BOS_ID, EOS_ID, PAD_ID, multi30k_tokenizer
+from lib.bpe import multi30k_tokenizer
+from lib.special_tokens import BOS_ID, EOS_ID, PAD_ID
 from lib.train import TrainConfig, amp_context, label_smoothed_cross_entropy
 from lib.transformer import PRESETS, Transformer, TransformerConfig
 

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import padding_mask
-from .tokenize import PAD_ID, SPECIAL_TOKENS
+from .special_tokens import PAD_ID, SPECIAL_TOKENS
 from .transformer import EncoderLayer
 
 __all__ = [

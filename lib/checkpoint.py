@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from .tokenize import load_tokenizer, save_tokenizer
+from .bpe import load_tokenizer, save_tokenizer
 from .seq2seq import Seq2Seq, Seq2SeqConfig
 from .train import TrainConfig
 from .transformer import Transformer, TransformerConfig

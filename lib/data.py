@@ -235,7 +235,7 @@ def encode_pairs(
 
     Args:
         pairs: ``(source, target)`` strings, e.g. from :func:`load_multi30k` (German → English).
-        tokenizer: a ``tokenizers.Tokenizer`` (see ``lib.tokenize``); its ``encode_batch`` is used.
+        tokenizer: a ``tokenizers.Tokenizer`` (see ``lib.bpe``); its ``encode_batch`` is used.
         max_len: if given, drop pairs whose source or target has more than ``max_len`` tokens.
 
     Returns:
@@ -352,7 +352,7 @@ def collate(examples: Sequence[Example], pad_id: int, bos_id: int, eos_id: int) 
     Args:
         examples: ``(source_ids, target_ids)`` pairs without special tokens.
         pad_id, bos_id, eos_id: ids of the padding, begin- and end-of-sentence tokens
-            (``lib.tokenize.PAD_ID``, ``BOS_ID``, ``EOS_ID``).
+            (``lib.bpe.PAD_ID``, ``BOS_ID``, ``EOS_ID``).
 
     Returns:
         :class:`Batch` with ``src = ids + [eos]``, ``tgt_in = [bos] + ids``, ``tgt_out = ids + [eos]``,
@@ -384,7 +384,7 @@ def make_batches(
     Args:
         examples: ``(source_ids, target_ids)`` pairs, e.g. from :func:`encode_pairs`.
         max_tokens: token budget per batch, padding and BOS/EOS included.
-        pad_id, bos_id, eos_id: special token ids (``lib.tokenize.PAD_ID``, ``BOS_ID``, ``EOS_ID``).
+        pad_id, bos_id, eos_id: special token ids (``lib.bpe.PAD_ID``, ``BOS_ID``, ``EOS_ID``).
         shuffle: jitter lengths and shuffle the batch order (see :func:`token_batches`).
         seed: seed for the shuffle; pass the epoch number for a new order each epoch.
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .tokenize import BOS_ID, EOS_ID, PAD_ID
+from .special_tokens import BOS_ID, EOS_ID, PAD_ID
 from .transformer import Transformer
 
 __all__ = ["greedy_decode", "beam_search", "length_penalty"]

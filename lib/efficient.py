@@ -22,8 +22,9 @@ the call shape of the book's core, ``f(query, key, value, ...) -> (output, weigh
 
 Masks have the library's meaning everywhere: ``True`` = this query may attend to this key.
 
-The tools that measure them against sequence length (:func:`scaling_cost`, :func:`crossover`) are used by
-``bench/attention_scaling.py`` and by the chapter "Efficient attention".
+The harness that measures them against sequence length (``lib.cost.scaling_cost``, ``lib.cost.crossover``)
+lives in :mod:`lib.cost`, above the models; ``bench/attention_scaling.py`` and the chapter "Efficient
+attention" use it.
 """
 
 from __future__ import annotations
@@ -39,7 +40,6 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .attention import scaled_dot_product_attention
-from .cost import median_ms, peak_tensor_bytes
 
 __all__ = [
     "sliding_window_mask",
@@ -54,10 +54,6 @@ __all__ = [
     "lsh_hash",
     "lsh_mask",
     "lsh_attention",
-    "attention_methods",
-    "ScalingPoint",
-    "scaling_cost",
-    "crossover",
 ]
 
 _SELF_SCORE = -1e5  # Reformer's score for "attend to yourself" when it is masked: used only when nothing else is left
@@ -812,167 +808,3 @@ def lsh_attention(
     round_weight = torch.softmax(lse_unsorted, dim=1)  # exp(z_r − logsumexp_r z_r)
     result = (round_weight.unsqueeze(-1) * unsorted).sum(dim=1)  # (B, n, d_v)
     return result.reshape(*lead, n, d_v), None
-
-
-# --------------------------------------------------------------------------------------------
-# Measuring them: time and memory against sequence length
-# --------------------------------------------------------------------------------------------
-
-
-def attention_methods(
-    window: int = 64,
-    num_features: int = 256,
-    bucket_size: int = 64,
-    num_hashes: int = 1,
-    seed: int = 0,
-) -> dict[str, Callable[[Tensor, Tensor, Tensor], Any]]:
-    """The contestants of :func:`scaling_cost`: name → ``f(q, k, v)`` (self-attention, no mask).
-
-    - ``full (lib)``: ``lib.attention.scaled_dot_product_attention`` (explicit, returns the weights);
-    - ``full (torch fused)``: ``torch.nn.functional.scaled_dot_product_attention`` (exact, O(n) memory);
-    - ``sliding window``: :func:`sliding_window_attention` with ``window`` each side;
-    - ``linear (elu+1)``: :func:`linear_attention`;
-    - ``Performer``: :func:`performer_attention` with ``num_features``;
-    - ``LSH``: :func:`lsh_attention` with chunks of ``bucket_size`` (``num_buckets = n / bucket_size``, rounded
-      up to an even number, as Reformer keeps the chunk fixed and lets the buckets grow with n).
-
-    Raises:
-        ValueError: a size < 1.
-    """
-    for value, name in ((window, "window"), (num_features, "num_features"), (bucket_size, "bucket_size"),
-                        (num_hashes, "num_hashes")):
-        _positive_int(value, name)
-
-    def lsh(q, k, v):
-        n = q.size(-2)
-        c = min(bucket_size, n)
-        buckets = max(n // c, 1)
-        buckets += buckets % 2 if buckets > 1 else 0
-        return lsh_attention(q, None, v, num_buckets=buckets, num_hashes=num_hashes, bucket_size=c, seed=seed)
-
-    return {
-        "full (lib)": lambda q, k, v: scaled_dot_product_attention(q, k, v),
-        "full (torch fused)": lambda q, k, v: F.scaled_dot_product_attention(q, k, v),
-        "sliding window": lambda q, k, v: sliding_window_attention(q, k, v, window),
-        "linear (elu+1)": lambda q, k, v: linear_attention(q, k, v),
-        "Performer": lambda q, k, v: performer_attention(q, k, v, num_features, seed=seed),
-        "LSH": lsh,
-    }
-
-
-@dataclass
-class ScalingPoint:
-    """One method at one sequence length.
-
-    Attributes:
-        method: the name in :func:`attention_methods`.
-        seq_len: n.
-        ms: median milliseconds per call (``lib.cost.median_ms``), None when skipped.
-        peak_bytes: ``lib.cost.peak_tensor_bytes`` of one call, None when skipped or not measured.
-    """
-
-    method: str
-    seq_len: int
-    ms: float | None = None
-    peak_bytes: int | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-@torch.no_grad()
-def scaling_cost(
-    seq_lens: Sequence[int],
-    methods: Mapping[str, Callable[[Tensor, Tensor, Tensor], Any]] | None = None,
-    batch: int = 1,
-    heads: int = 4,
-    d_k: int = 64,
-    repeats: int = 3,
-    warmup: int = 1,
-    max_ms: float | None = 1000.0,
-    measure_memory: bool = True,
-    seed: int = 0,
-) -> list[ScalingPoint]:
-    """Time and peak tensor memory of each attention method at each sequence length (self-attention, float32).
-
-    At each n, random ``(batch, heads, n, d_k)`` queries, keys and values (from ``seed``) go through every
-    method still in the race; the methods take turns (``lib.cost.median_ms``). A method whose median time
-    exceeded ``max_ms`` at one length is skipped at the longer ones (its points get ``ms=None``), which keeps a
-    sweep to long sequences short: the quadratic methods drop out first.
-
-    Args:
-        seq_lens: increasing sequence lengths.
-        methods: name → ``f(q, k, v)``; default :func:`attention_methods` ``()``.
-        batch, heads, d_k: the other sizes.
-        repeats, warmup: passed to ``lib.cost.median_ms``.
-        max_ms: the time limit per call beyond which a method is not run at longer lengths (None: no limit).
-        measure_memory: also run ``lib.cost.peak_tensor_bytes`` once per method and length.
-        seed: seed of the inputs.
-
-    Returns:
-        One :class:`ScalingPoint` per method and length, ordered by length, then by method.
-
-    Raises:
-        ValueError: empty or non-increasing ``seq_lens``; a size < 1; an empty ``methods``.
-    """
-    if len(seq_lens) == 0:
-        raise ValueError("seq_lens must name at least one sequence length")
-    for n in seq_lens:
-        _positive_int(n, "each of seq_lens")
-    if any(b <= a for a, b in zip(seq_lens, seq_lens[1:])):
-        raise ValueError(f"seq_lens must increase, got {list(seq_lens)}")
-    for value, name in ((batch, "batch"), (heads, "heads"), (d_k, "d_k"), (repeats, "repeats")):
-        _positive_int(value, name)
-    methods = attention_methods() if methods is None else methods
-    if not methods:
-        raise ValueError("methods must name at least one method")
-    active = list(methods)
-    points = []
-    for n in seq_lens:
-        gen = torch.Generator().manual_seed(seed)
-        q, k, v = (torch.randn(batch, heads, n, d_k, generator=gen) for _ in range(3))
-        calls = {name: (lambda f=methods[name]: f(q, k, v)) for name in active}
-        ms = median_ms(calls, repeats=repeats, warmup=warmup) if calls else {}
-        for name in methods:
-            point = ScalingPoint(name, n)
-            if name in calls:
-                point.ms = ms[name]
-                if measure_memory:
-                    point.peak_bytes = peak_tensor_bytes(calls[name])
-            points.append(point)
-        if max_ms is not None:
-            active = [name for name in active if ms[name] <= max_ms]
-    return points
-
-
-def crossover(seq_lens: Sequence[int], slower: Sequence[float | None], faster: Sequence[float | None]) -> int | None:
-    """The shortest measured length from which ``faster``'s time stays below ``slower``'s.
-
-    ``faster`` (e.g. linear attention) must beat ``slower`` (e.g. full attention) at the returned n and at
-    every longer n where both were measured; a length where ``slower`` was not measured (None: it dropped out
-    because it was too slow) counts as won by ``faster``.
-
-    Args:
-        seq_lens: the lengths, increasing.
-        slower, faster: the times at those lengths (None = not measured).
-
-    Returns:
-        That n, or None when ``faster`` is still slower at the longest length where both were measured, or it
-        was never measured.
-
-    Raises:
-        ValueError: the three sequences differ in length.
-    """
-    if not (len(seq_lens) == len(slower) == len(faster)):
-        raise ValueError(f"seq_lens, slower and faster must have one entry per length, got {len(seq_lens)}, "
-                         f"{len(slower)} and {len(faster)}")
-    result = None
-    for n, a, b in reversed(list(zip(seq_lens, slower, faster))):
-        if b is None:
-            if result is None:
-                continue
-            break
-        if a is not None and b >= a:
-            break
-        result = n
-    return result

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import causal_mask
-from .tokenize import PAD_ID
+from .special_tokens import PAD_ID
 from .transformer import EncoderLayer
 
 __all__ = ["GPTConfig", "GPT", "lm_loss", "generate"]

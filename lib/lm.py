@@ -24,7 +24,7 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from .tokenize import BOS_ID, EOS_ID, PAD_ID
+from .special_tokens import BOS_ID, EOS_ID, PAD_ID
 from .train import noam_lr
 
 __all__ = ["LMTrainConfig", "LMHistory", "pad_batch", "sentence_batches", "gpt_sequences", "unigram_counts", "train_lm"]

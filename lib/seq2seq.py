@@ -45,7 +45,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from .tokenize import BOS_ID, EOS_ID, PAD_ID
+from .special_tokens import BOS_ID, EOS_ID, PAD_ID
 
 __all__ = [
     "SCORES", "Seq2SeqConfig", "AttentionScore", "AdditiveScore", "DotScore", "ScaledDotScore", "GeneralScore",
@@ -474,7 +474,7 @@ def alignment(model: Seq2Seq, tokenizer, source: str, translation: str | None = 
         ValueError: the model has no attention (a fixed-vector model aligns nothing).
     """
     from .decode import greedy_decode
-    from .tokenize import decode, encode
+    from .bpe import decode, encode
 
     if model.score is None:
         raise ValueError("this model has no attention (attention=None): there are no alignments to show")
@@ -503,7 +503,7 @@ def sequence_task(
     """Random symbol sequences and their targets: the clean test of how much a model remembers.
 
     Symbols are token ids ``4 … 4 + num_symbols - 1`` (ids 0–3 are PAD, BOS, EOS, UNK as in
-    :mod:`lib.tokenize`); lengths are uniform in ``[min_len, max_len]``. ``kind="reverse"``: the target is
+    :mod:`lib.bpe`); lengths are uniform in ``[min_len, max_len]``. ``kind="reverse"``: the target is
     the source backwards; ``"copy"``: the source itself. The pairs have no specials, like
     :func:`lib.data.encode_pairs` output, so :func:`lib.train.train` takes them directly.
 

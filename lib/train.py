@@ -32,7 +32,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from .data import Batch, encode_pairs, load_multi30k, make_batches
-from .tokenize import BOS_ID, EOS_ID, PAD_ID
+from .special_tokens import BOS_ID, EOS_ID, PAD_ID
 
 __all__ = [
     "noam_lr",
@@ -430,7 +430,7 @@ def _cpu_name() -> str:
 
 def main(argv=None) -> None:
     from .checkpoint import save_run
-    from .tokenize import multi30k_tokenizer
+    from .bpe import multi30k_tokenizer
     from .transformer import Transformer, TransformerConfig
 
     args = _parse_args(argv)

@@ -18,7 +18,8 @@ from .decode import beam_search, greedy_decode
 from .metrics import BleuResult, corpus_bleu
 from dataclasses import dataclass
 
-from .tokenize import BOS_ID, EOS_ID, PAD_ID, decode, encode
+from .bpe import decode, encode
+from .special_tokens import BOS_ID, EOS_ID, PAD_ID
 from .transformer import AttentionWeights, Transformer
 
 __all__ = ["translate", "evaluate_bleu", "TranslationAttention", "translation_attention"]

@@ -315,7 +315,8 @@ def test_token_batches_edge_cases():
 
 
 def test_encode_pairs_and_make_batches(local_dir):
-    from lib.tokenize import BOS_ID, EOS_ID, PAD_ID, encode, train_bpe
+    from lib.bpe import encode, train_bpe
+    from lib.special_tokens import BOS_ID, EOS_ID, PAD_ID
 
     pairs = load_multi30k("val", download=False)[:300]
     tok = train_bpe([s for p in pairs for s in p], vocab_size=300)

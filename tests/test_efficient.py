@@ -7,9 +7,8 @@ import torch
 import torch.nn.functional as F
 
 from lib.attention import causal_mask, scaled_dot_product_attention
+from lib.cost import attention_methods, crossover, scaling_cost
 from lib.efficient import (
-    attention_methods,
-    crossover,
     elu_feature_map,
     linear_attention,
     linear_attention_quadratic,
@@ -20,7 +19,6 @@ from lib.efficient import (
     performer_attention,
     performer_features,
     random_projection,
-    scaling_cost,
     sliding_window_attention,
     sliding_window_mask,
 )

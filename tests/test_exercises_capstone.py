@@ -16,7 +16,7 @@ from lib.decode import greedy_decode, length_penalty
 from lib.exercises import EXERCISES, check, list_exercises
 from lib.exercises.capstone import _BP_CASES, _BP_REFERENCES
 from lib.metrics import corpus_bleu
-from lib.tokenize import BOS_ID, EOS_ID, PAD_ID
+from lib.special_tokens import BOS_ID, EOS_ID, PAD_ID
 from lib.train import label_smoothed_cross_entropy
 
 # --- answers, correct and wrong ---------------------------------------------------------------------------
@@ -237,7 +237,7 @@ def test_unsolved_is_not_yet(name, answer, capsys):
 def test_the_plain_loop_agrees_with_lib_greedy_decode():
     # the reference the checker compares with is lib's batched, cached decoder; a plain loop must match it
     from lib.exercises.capstone import _GREEDY_SENTENCES, _shipped
-    from lib.tokenize import encode
+    from lib.bpe import encode
 
     run = _shipped()
     for sentence, max_len in _GREEDY_SENTENCES:

@@ -15,7 +15,7 @@ from lib.seq2seq import (
     SCORES, AdditiveScore, DotScore, GeneralScore, ScaledDotScore, Seq2Seq, Seq2SeqConfig, accuracy_by_length,
     attend, make_score, reversal_experiment, sequence_task,
 )
-from lib.tokenize import BOS_ID, EOS_ID, PAD_ID
+from lib.special_tokens import BOS_ID, EOS_ID, PAD_ID
 from lib.train import TrainConfig, train
 
 VOCAB = 30
@@ -184,7 +184,7 @@ def test_lib_decoders_drive_the_recurrent_model(attention):
 
 
 def test_tied_embeddings_and_save_load_round_trip(tmp_path):
-    from lib.tokenize import train_bpe
+    from lib.bpe import train_bpe
 
     model = small("additive")
     assert model.src_embed.weight is model.tgt_embed.weight is model.output.weight

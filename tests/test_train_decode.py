@@ -10,7 +10,8 @@ from lib.checkpoint import load_run, save_run
 from lib.data import encode_pairs, load_multi30k, make_batches
 from lib.decode import beam_search, greedy_decode
 from lib.metrics import corpus_bleu
-from lib.tokenize import BOS_ID, EOS_ID, PAD_ID, train_bpe
+from lib.bpe import train_bpe
+from lib.special_tokens import BOS_ID, EOS_ID, PAD_ID
 from lib.train import TrainConfig, evaluate_loss, label_smoothed_cross_entropy, noam_lr, train
 from lib.translate import translate
 from lib.transformer import Transformer, TransformerConfig

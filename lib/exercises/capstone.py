@@ -17,7 +17,7 @@ import torch
 
 from ..decode import greedy_decode, length_penalty
 from ..metrics import corpus_bleu
-from ..tokenize import BOS_ID, EOS_ID, PAD_ID
+from ..special_tokens import BOS_ID, EOS_ID, PAD_ID
 from ..train import label_smoothed_cross_entropy
 from . import _AnswerRaised, _as_number, _call, _require_callable, exercise
 
@@ -134,7 +134,7 @@ def _shipped():
 @functools.lru_cache(maxsize=None)
 def _greedy_case(sentence: str, max_len: int) -> tuple[torch.Tensor, tuple[int, ...]]:
     """Source ids ``(1, seq_s)`` ending in EOS, and lib's greedy output for them."""
-    from ..tokenize import encode
+    from ..bpe import encode
 
     run = _shipped()
     src = torch.tensor([encode(run.tokenizer, sentence) + [EOS_ID]])
@@ -205,7 +205,7 @@ def _check_greedy_decode(answer: Any) -> str | None:
 
 def _check_greedy_one_thread(answer: Any) -> str | None:
     """The checks of :func:`_check_greedy_decode`, run on one torch thread."""
-    from ..tokenize import decode
+    from ..bpe import decode
 
     run = _shipped()
     model, tok = run.model, run.tokenizer

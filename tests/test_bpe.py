@@ -1,4 +1,4 @@
-"""Tests for lib.tokenize: special-token ids, round trips, deterministic training, caching, bad input.
+"""Tests for lib.bpe: special-token ids, round trips, deterministic training, caching, bad input.
 
 Tests on real sentences find Multi30k through ``lib.data.data_dir()`` (set ``MULTI30K_DIR``) and are skipped
 with that reason when the files are absent; the others use a tiny made-up corpus.
@@ -11,9 +11,9 @@ import unicodedata
 import pytest
 import torch
 
-import lib.tokenize as tokenize
+import lib.bpe as tokenize
 from lib.data import SHA256, data_dir, load_multi30k
-from lib.tokenize import (
+from lib.bpe import (
     BOS,
     BOS_ID,
     EOS,

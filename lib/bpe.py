@@ -29,6 +29,7 @@ import platformdirs
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 from .data import load_multi30k
+from .special_tokens import BOS_ID, EOS_ID, PAD, PAD_ID, SPECIAL_TOKENS, UNK, UNK_ID, BOS, EOS
 
 __all__ = [
     "PAD",
@@ -49,13 +50,7 @@ __all__ = [
     "tokens",
 ]
 
-PAD = "<pad>"
-BOS = "<s>"
-EOS = "</s>"
-UNK = "<unk>"
-SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)  # this order fixes their ids
 TOKENIZER_VERSION = "v2"  # part of the cache file name: bump it when train_bpe's settings change
-PAD_ID, BOS_ID, EOS_ID, UNK_ID = range(len(SPECIAL_TOKENS))
 
 
 def _check_vocab_size(vocab_size: int) -> None:
