@@ -5,7 +5,7 @@ Three measurements, printed as a table (and, with ``--json``, written to a file)
 1. Training throughput of ``lib.transformer.Transformer`` for each preset, in target tokens per second:
    non-pad target tokens of real Multi30k batches (the book's BPE tokenizer, ``make_batches(...,
    shuffle=True, seed=0)``) divided by the time of forward + label-smoothed loss + backward + gradient
-   clipping + Adam step, the same step as ``lib.train.train``. Measured in float32 and, where
+   clipping + Adam step, the same step as ``lib.training.train``. Measured in float32 and, where
    ``mixed_precision`` picks a mixed-precision dtype (CUDA, or a CPU with native bfloat16), also
    under that autocast. From it: the estimated minutes per epoch of the train split.
 2. The same for an equivalent model built from ``torch.nn.Transformer`` (same sizes, dropout, pre-/post-LN,
@@ -39,8 +39,10 @@ from lib.data import Batch, encode_pairs, load_multi30k, make_batches
 from lib.positional import sinusoidal_positional_encoding
 from lib.bpe import multi30k_tokenizer
 from lib.special_tokens import BOS_ID, EOS_ID, PAD_ID
-from lib.train import TrainConfig, amp_context, label_smoothed_cross_entropy
-from lib.transformer import PRESETS, Transformer, TransformerConfig
+from lib.training import TrainConfig, amp_context, label_smoothed_cross_entropy
+from lib.transformer import Transformer, TransformerConfig
+
+PRESETS = TransformerConfig.PRESETS
 
 VOCAB_SIZE = 8000  # the book's joint German-English BPE vocabulary
 SEED = 0
@@ -211,7 +213,7 @@ class TrainingRun:
         self.clip_norm = TrainConfig.clip_norm
 
     def step(self, batch: Batch) -> None:
-        """One optimisation step on ``batch`` (already on the device), as in ``lib.train.train``."""
+        """One optimisation step on ``batch`` (already on the device), as in ``lib.training.train``."""
         with self.autocast:
             logits = self.model(batch.src, batch.tgt_in)
         loss = label_smoothed_cross_entropy(logits, batch.tgt_out, self.label_smoothing)
@@ -349,9 +351,9 @@ def median_ms(calls: dict, repeats: int, warmup: int = 2) -> dict:
 def benchmark_attention(d_model: int, num_heads: int, batch: int, seq_len: int, repeats: int) -> dict:
     """Forward-pass milliseconds of lib's vs torch's multi-head self-attention on the CPU (eval, no grad).
 
-    Case ``weights``: lib (``fused=False``, ``need_weights=True``) vs torch (``need_weights=True``,
+    Case ``weights``: lib (``fused=False``, ``return_attention=True``) vs torch (``need_weights=True``,
     ``average_attn_weights=False``); both return the per-head weights ``(batch, heads, seq, seq)``.
-    Case ``fused``: lib (``fused=True``, ``need_weights=False``) vs torch (``need_weights=False``).
+    Case ``fused``: lib (``fused=True``, ``return_attention=False``) vs torch (``need_weights=False``).
 
     Returns:
         per case: ``lib_ms``, ``torch_ms``, ``torch_over_lib`` (> 1: lib is faster) and
@@ -365,9 +367,9 @@ def benchmark_attention(d_model: int, num_heads: int, batch: int, seq_len: int, 
     x = torch.randn(batch, seq_len, d_model)
 
     cases = {
-        "weights": (lambda: lib_plain(x, x, x, need_weights=True),
+        "weights": (lambda: lib_plain(x, x, x, return_attention=True),
                     lambda: ref(x, x, x, need_weights=True, average_attn_weights=False)),
-        "fused": (lambda: lib_fused(x, x, x, need_weights=False),
+        "fused": (lambda: lib_fused(x, x, x, return_attention=False),
                   lambda: ref(x, x, x, need_weights=False)),
     }
     results = dict(d_model=d_model, num_heads=num_heads, batch=batch, seq_len=seq_len)
@@ -414,8 +416,8 @@ def print_report(report: dict) -> None:
             c = a[case]
             print(f"{a['d_model']:>7} {a['num_heads']:>5} {a['batch']:>5} {a['seq_len']:>5}  {case:<8} "
                   f"{c['lib_ms']:>9.2f} {c['torch_ms']:>9.2f} {c['torch_over_lib']:>9.2f} {c['max_abs_diff']:>9.1e}")
-    print("  weights: lib fused=False, need_weights=True vs torch need_weights=True, average_attn_weights=False")
-    print("  fused:   lib fused=True,  need_weights=False vs torch need_weights=False")
+    print("  weights: lib fused=False, return_attention=True vs torch need_weights=True, average_attn_weights=False")
+    print("  fused:   lib fused=True,  return_attention=False vs torch need_weights=False")
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -246,7 +246,7 @@ class MultiHeadAttention(nn.Module):
         return KeyValue(self.split_heads(self.w_k(key)), self.split_heads(self.w_v(value)))
 
     def attend(
-        self, query: Tensor, kv: KeyValue, mask: Tensor | None = None, need_weights: bool = True
+        self, query: Tensor, kv: KeyValue, mask: Tensor | None = None, return_attention: bool = True
     ) -> tuple[Tensor, Tensor | None]:
         """Attend from ``query (batch, seq_q, d_model)`` to already projected keys and values.
 
@@ -255,7 +255,7 @@ class MultiHeadAttention(nn.Module):
         self._check(query, "query")
         q = self.split_heads(self.w_q(query))  # (batch, heads, seq_q, d_k)
         p = self.dropout if self.training else 0.0
-        if self.fused and not need_weights:
+        if self.fused and not return_attention:
             if mask is not None:
                 _check_mask(mask, torch.Size((*q.shape[:-1], kv.key.size(-2))))
             out = F.scaled_dot_product_attention(q, kv.key, kv.value, attn_mask=mask, dropout_p=p)
@@ -270,7 +270,7 @@ class MultiHeadAttention(nn.Module):
         key: Tensor,
         value: Tensor,
         mask: Tensor | None = None,
-        need_weights: bool = True,
+        return_attention: bool = True,
     ) -> tuple[Tensor, Tensor | None]:
         """Multi-head attention of ``query`` over ``key``/``value``.
 
@@ -279,7 +279,8 @@ class MultiHeadAttention(nn.Module):
             key: ``(batch, seq_k, d_model)``.
             value: ``(batch, seq_k, d_model)``.
             mask: bool, broadcastable to ``(batch, heads, seq_q, seq_k)``; ``True`` = may attend.
-            need_weights: return the weights (``False`` allows the fused kernel when ``fused``).
+            return_attention: return the weights (default True, as ``torch.nn.MultiheadAttention``'s
+                ``need_weights``); ``False`` allows the fused kernel when the module was built with ``fused``.
 
         Returns:
             output: ``(batch, seq_q, d_model)``.
@@ -290,4 +291,4 @@ class MultiHeadAttention(nn.Module):
             ValueError: wrong shapes (last dimension not d_model, key/value lengths differ) or a mask
                 that does not broadcast.
         """
-        return self.attend(query, self.project_key_value(key, value), mask, need_weights)
+        return self.attend(query, self.project_key_value(key, value), mask, return_attention)

@@ -19,14 +19,16 @@ Language Understanding", NAACL, §3 and Fig. 2 (input representation), §3.1 (ML
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass
-from typing import Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Literal, Sequence, overload
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import padding_mask
+from .config import Config
+from .interfaces import AttentionMaps
 from .special_tokens import PAD_ID, SPECIAL_TOKENS
 from .transformer import EncoderLayer
 
@@ -36,13 +38,11 @@ __all__ = [
     "NOT_NEXT",
     "BertVocab",
     "BertConfig",
-    "BertOutput",
     "Bert",
     "BertClassifier",
     "mask_tokens",
     "make_nsp_pairs",
     "pack_pair",
-    "collate_pairs",
 ]
 
 IGNORE_INDEX = -100  # label of the positions MLM does not predict (F.cross_entropy's default ignore_index)
@@ -92,7 +92,7 @@ class BertVocab:
 
 
 @dataclass
-class BertConfig:
+class BertConfig(Config):
     """Sizes of a :class:`Bert`.
 
     Attributes:
@@ -124,6 +124,8 @@ class BertConfig:
     norm_first: bool = False
     activation: str = "gelu"
 
+    PRESETS: ClassVar[tuple[str, ...]] = ("tiny", "base")
+
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "num_heads", "num_layers", "d_ff", "max_len", "num_segments"):
             if getattr(self, name) < 1:
@@ -142,17 +144,6 @@ class BertConfig:
     def base(cls, vocab_size: int = 30522, **overrides) -> "BertConfig":
         """BERT-base: d_model 768, 12 heads, 12 layers, d_ff 3072, 512 positions (Devlin et al. 2019, §3)."""
         return cls(vocab_size, **{**dict(d_model=768, num_heads=12, num_layers=12, d_ff=3072, max_len=512), **overrides})
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-@dataclass
-class BertOutput:
-    """``hidden (batch, seq, d_model)``: the last layer's states; ``weights``: one ``(batch, heads, seq, seq)`` per layer, or empty."""
-
-    hidden: Tensor
-    weights: list[Tensor]
 
 
 class Bert(nn.Module):
@@ -227,29 +218,45 @@ class Bert(nn.Module):
         x = self.token_embed(input_ids) + self.segment_embed(segment_ids) + self.position_embed(positions)[None]
         return self.dropout(self.embed_norm(x))
 
-    def forward(self, input_ids: Tensor, segment_ids: Tensor | None = None, need_weights: bool = False) -> BertOutput:
+    @overload
+    def forward(
+        self, input_ids: Tensor, segment_ids: Tensor | None = None, return_attention: Literal[False] = False
+    ) -> Tensor: ...
+
+    @overload
+    def forward(
+        self, input_ids: Tensor, segment_ids: Tensor | None, return_attention: Literal[True]
+    ) -> tuple[Tensor, AttentionMaps]: ...
+
+    def forward(
+        self, input_ids: Tensor, segment_ids: Tensor | None = None, return_attention: bool = False
+    ) -> Tensor | tuple[Tensor, AttentionMaps]:
         """Encode a batch.
 
         Args:
             input_ids: ``(batch, seq)`` ids, right-padded with ``pad_id``.
             segment_ids: ``(batch, seq)``, 0 for sentence A (and [CLS]), 1 for sentence B; None = all 0.
-            need_weights: also return each layer's attention weights ``(batch, heads, seq, seq)``.
+            return_attention: also return each layer's attention weights.
 
         Returns:
-            :class:`BertOutput`.
+            the last layer's states ``hidden (batch, seq, d_model)``; with ``return_attention=True``, the pair
+            ``(hidden, AttentionMaps)`` whose ``encoder`` list holds one ``(batch, heads, seq, seq)`` map per layer.
 
         Raises:
             ValueError: wrong shape or dtype, ids outside the vocabulary, sequence longer than max_len.
+
+        Source: Devlin et al. 2019, §3 and Fig. 2.
         """
         self._check(input_ids, segment_ids)
         mask = padding_mask(input_ids, self.config.pad_id)       # (batch, 1, 1, seq), True = may attend
         x = self.embed(input_ids, segment_ids)
         weights = []
         for layer in self.layers:
-            x, w = layer(x, mask, need_weights)
-            if need_weights:
+            x, w = layer(x, mask, return_attention)
+            if return_attention:
                 weights.append(w)
-        return BertOutput(self.final_norm(x), weights)
+        hidden = self.final_norm(x)
+        return (hidden, AttentionMaps(encoder=weights)) if return_attention else hidden
 
     def mlm_logits(self, hidden: Tensor) -> Tensor:
         """Scores over the vocabulary: ``(..., d_model)`` → ``(..., vocab_size)``; the output matrix is the token embedding."""
@@ -306,7 +313,7 @@ class BertClassifier(nn.Module):
 
     def forward(self, input_ids: Tensor, segment_ids: Tensor | None = None) -> Tensor:
         """``input_ids (batch, seq)`` starting with [CLS] → ``logits (batch, num_classes)``."""
-        return self.head(self.dropout(self.bert.pooled(self.bert(input_ids, segment_ids).hidden)))
+        return self.head(self.dropout(self.bert.pooled(self.bert(input_ids, segment_ids))))
 
 
 def mask_tokens(
@@ -432,16 +439,3 @@ def pack_pair(a: Sequence[int], b: Sequence[int] | None, vocab: BertVocab, max_l
         ids += [*b, vocab.sep_id]
         segments += [1] * (len(b) + 1)
     return ids, segments
-
-
-def collate_pairs(rows: Sequence[tuple[list[int], list[int]]], pad_id: int = PAD_ID) -> tuple[Tensor, Tensor]:
-    """Right-pad ``(ids, segment_ids)`` rows into two ``(batch, seq)`` LongTensors (padding: ``pad_id`` / segment 0)."""
-    if not rows:
-        raise ValueError("collate_pairs needs at least one row")
-    width = max(len(ids) for ids, _ in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    seg = torch.zeros((len(rows), width), dtype=torch.long)
-    for r, (i, s) in enumerate(rows):
-        ids[r, : len(i)] = torch.tensor(i, dtype=torch.long)
-        seg[r, : len(s)] = torch.tensor(s, dtype=torch.long)
-    return ids, seg

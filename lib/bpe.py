@@ -80,6 +80,8 @@ def train_bpe(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int =
     Raises:
         ValueError: ``vocab_size`` ≤ 4 (the number of special tokens), ``min_frequency`` < 1, ``texts`` is
             empty or holds a non-string.
+        RuntimeError: the trained vocabulary does not give the special tokens ids 0–3 (a safeguard against a
+            change in the ``tokenizers`` trainer; not expected to happen).
 
     Source: Sennrich et al. (2016), "Neural Machine Translation of Rare Words with Subword Units", §3.2.
     """

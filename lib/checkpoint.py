@@ -18,8 +18,9 @@ from pathlib import Path
 import torch
 
 from .bpe import load_tokenizer, save_tokenizer
+from .interfaces import EncoderDecoder
 from .seq2seq import Seq2Seq, Seq2SeqConfig
-from .train import TrainConfig
+from .training import TrainConfig
 from .transformer import Transformer, TransformerConfig
 
 __all__ = ["Run", "save_run", "load_run", "SHIPPED_MODEL"]
@@ -32,7 +33,17 @@ SHIPPED_MODEL = Path(__file__).resolve().parent.parent / "models" / "de-en"
 
 @dataclass
 class Run:
-    """A loaded run: the model (eval mode, float32), its tokenizer, configs, history and results."""
+    """A loaded run: the model (eval mode, float32), its tokenizer, configs, history and results.
+
+    Attributes:
+        model: the :class:`~lib.transformer.Transformer` or :class:`~lib.seq2seq.Seq2Seq`, in eval mode.
+        tokenizer: its ``tokenizers.Tokenizer``.
+        config: the model's config.
+        train_config: how it was trained (``lib.training.TrainConfig``), or None when not recorded.
+        history: the validation history (one dict per validation).
+        results: what was measured (command, hardware, minutes, BLEU).
+        path: the run folder it was loaded from.
+    """
 
     model: Transformer | Seq2Seq
     tokenizer: object
@@ -45,7 +56,7 @@ class Run:
 
 def save_run(
     path: str | Path,
-    model: Transformer,
+    model: EncoderDecoder,
     tokenizer,
     train_config: TrainConfig | None = None,
     history: list[dict] | None = None,
@@ -58,11 +69,16 @@ def save_run(
         path: the folder (created if needed).
         model: the trained :class:`~lib.transformer.Transformer` or :class:`~lib.seq2seq.Seq2Seq`.
         tokenizer: its ``tokenizers.Tokenizer``.
-        train_config, history, results: optional records of how it was trained and what it scored.
+        train_config: how it was trained (optional).
+        history: the validation history (optional).
+        results: what was measured (optional).
         weights_dtype: ``torch.float16`` halves the file (tied matrices are stored once).
 
     Returns:
         The folder's path.
+
+    Raises:
+        OSError: the folder cannot be created or written.
     """
     out = Path(path)
     out.mkdir(parents=True, exist_ok=True)
@@ -83,8 +99,17 @@ def save_run(
 def load_run(path: str | Path, device: torch.device | str = "cpu") -> Run:
     """Load a run folder written by :func:`save_run`.
 
+    Args:
+        path: the run folder.
+        device: where to put the model.
+
+    Returns:
+        A :class:`Run` with the model in eval mode (float32).
+
     Raises:
         FileNotFoundError: the folder or one of ``config.json``, ``model.pt``, ``tokenizer.json`` is missing.
+        ValueError: ``config.json`` names a field the model's or training config does not know (see
+            ``lib.config.Config.from_dict``).
     """
     folder = Path(path)
     missing = [f for f in _FILES if not (folder / f).is_file()]

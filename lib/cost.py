@@ -86,7 +86,8 @@ def attention_flops(batch: int, heads: int, seq_q: int, seq_k: int, d_k: int, d_
     Args:
         batch, heads: number of sequences and of heads.
         seq_q, seq_k: number of queries and of keys.
-        d_k: features per query/key; d_v: features per value (default ``d_k``).
+        d_k: features per query/key.
+        d_v: features per value (default ``d_k``).
 
     Returns:
         ``2 · batch · heads · seq_q · seq_k · (d_k + d_v)``; for self-attention with d_v = d_k this is
@@ -245,6 +246,12 @@ class AttentionCost:
     torch_peak_bytes: int | None = None
 
     def to_dict(self) -> dict:
+        """The row as a plain dict, for JSON and tables.
+
+        Returns:
+            ``{field name: value}`` for the seven fields, in declaration order (times in ms, memory in bytes,
+            None where not measured).
+        """
         return asdict(self)
 
 
@@ -325,6 +332,19 @@ def attention_methods(
     - ``LSH``: ``lib.efficient.lsh_attention`` with chunks of ``bucket_size`` (``num_buckets = n / bucket_size``, rounded
       up to an even number, as Reformer keeps the chunk fixed and lets the buckets grow with n).
 
+    Args:
+        window: w of the sliding window, positions each side a query sees (>= 1).
+        num_features: m, the number of Performer random features (>= 1).
+        bucket_size: LSH chunk length in positions (>= 1); capped at n for short sequences.
+        num_hashes: LSH hash rounds (>= 1).
+        seed: seed of the Performer projection and the LSH rotations.
+
+    Returns:
+        ``{name: f}`` for the six methods above, in that order; each ``f(q, k, v)`` takes
+        ``(batch, heads, n, d_k)`` tensors and returns what the method returns: ``(output, weights or None)``
+        for the ``lib`` functions (output ``(batch, heads, n, d_k)``, weights ``(batch, heads, n, n)`` only for
+        ``full (lib)``), the output tensor alone for torch's fused kernel. Only the time and memory are used.
+
     Raises:
         ValueError: a size < 1.
     """
@@ -366,6 +386,11 @@ class ScalingPoint:
     peak_bytes: int | None = None
 
     def to_dict(self) -> dict:
+        """The point as a plain dict, for JSON and tables.
+
+        Returns:
+            ``{"method": str, "seq_len": int, "ms": float | None, "peak_bytes": int | None}``.
+        """
         return asdict(self)
 
 

@@ -37,6 +37,8 @@ import platformdirs
 import torch
 from torch import Tensor
 
+from .special_tokens import PAD_ID
+
 __all__ = [
     "SPLITS",
     "LANGUAGES",
@@ -49,6 +51,7 @@ __all__ = [
     "token_batches",
     "Batch",
     "collate",
+    "pad_batch",
     "make_batches",
 ]
 
@@ -337,13 +340,43 @@ class Batch:
         return self.src.shape[0]
 
     def to(self, device: torch.device | str) -> "Batch":
-        """A new Batch with the three tensors moved to ``device``."""
+        """A new Batch with the three tensors moved to ``device``.
+
+        Args:
+            device: the target device, e.g. ``"cuda"`` or ``torch.device("cpu")``.
+
+        Returns:
+            A new :class:`Batch` with ``src``, ``tgt_in`` and ``tgt_out`` on ``device`` (same shapes, dtype
+            long) and the same ``pad_id``; this batch is left unchanged.
+        """
         return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device), self.pad_id)
 
 
-def _pad(rows: list[list[int]], pad_id: int) -> Tensor:
-    width = max(len(r) for r in rows)
-    return torch.tensor([r + [pad_id] * (width - len(r)) for r in rows], dtype=torch.long)
+def pad_batch(rows: Sequence[Sequence[int]], pad_id: int = PAD_ID, width: int | None = None) -> Tensor:
+    """Right-pad token-id lists into one tensor: the book's one padding helper.
+
+    Args:
+        rows: token-id sequences (lists, tuples or 1-D tensors), at least one.
+        pad_id: the id written after each row's last token (default ``<pad>`` = 0).
+        width: the padded length; default the longest row.
+
+    Returns:
+        ``(len(rows), width)`` long tensor; row i holds ``rows[i]`` then ``pad_id``.
+
+    Raises:
+        ValueError: no rows, or a row longer than ``width``.
+    """
+    if len(rows) == 0:
+        raise ValueError("pad_batch needs at least one row, got none")
+    rows = [r.tolist() if isinstance(r, Tensor) else list(r) for r in rows]
+    longest = max(len(r) for r in rows)
+    width = longest if width is None else width
+    if longest > width:
+        raise ValueError(f"a row of {longest} tokens does not fit width={width}")
+    out = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = torch.as_tensor(r, dtype=torch.long)
+    return out
 
 
 def collate(examples: Sequence[Example], pad_id: int, bos_id: int, eos_id: int) -> Batch:
@@ -367,7 +400,7 @@ def collate(examples: Sequence[Example], pad_id: int, bos_id: int, eos_id: int) 
     src = [list(s) + [eos_id] for s, _ in examples]
     tgt_in = [[bos_id] + list(t) for _, t in examples]
     tgt_out = [list(t) + [eos_id] for _, t in examples]
-    return Batch(_pad(src, pad_id), _pad(tgt_in, pad_id), _pad(tgt_out, pad_id), pad_id)
+    return Batch(pad_batch(src, pad_id), pad_batch(tgt_in, pad_id), pad_batch(tgt_out, pad_id), pad_id)
 
 
 def make_batches(

@@ -1,8 +1,10 @@
 """Turning a trained model into sentences: greedy decoding and beam search, batched, with a key/value cache.
 
 Both encode the source once, then add one target token per step; the decoder's keys and values of
-earlier steps are cached (:class:`lib.transformer.LayerCache`), so a step costs O(t) instead of
-re-running the whole prefix. Decoding stops as soon as every sentence in the batch has ended.
+earlier steps are cached (``lib.transformer.LayerCache``; the recurrent models keep their state in
+``lib.seq2seq.DecoderState``), so a step costs O(t) instead of re-running the whole prefix. Decoding stops as
+soon as every sentence in the batch has ended. Any model with the methods of
+``lib.interfaces.EncoderDecoder`` can be decoded: the Transformer and both recurrent models.
 
 Source: Vaswani et al. 2017, §6.1 (beam size 4, length penalty α = 0.6); the length penalty
 lp(Y) = ((5 + |Y|) / 6)^α is from Wu et al. (2016), "Google's Neural Machine Translation System", Eq. (14).
@@ -14,12 +16,12 @@ import torch
 from torch import Tensor
 
 from .special_tokens import BOS_ID, EOS_ID, PAD_ID
-from .transformer import Transformer
+from .interfaces import EncoderDecoder
 
 __all__ = ["greedy_decode", "beam_search", "length_penalty"]
 
 
-def _max_steps(model: Transformer, src: Tensor, max_len: int | None) -> int:
+def _max_steps(model: EncoderDecoder, src: Tensor, max_len: int | None) -> int:
     if src.dim() != 2:
         raise ValueError(f"src must be token ids of shape (batch, seq_s), got {tuple(src.shape)}")
     limit = model.config.max_len
@@ -36,7 +38,7 @@ def _strip(row: list[int], eos_id: int) -> list[int]:
 
 @torch.no_grad()
 def greedy_decode(
-    model: Transformer,
+    model: EncoderDecoder,
     src: Tensor,
     max_len: int | None = None,
     bos_id: int = BOS_ID,
@@ -45,7 +47,7 @@ def greedy_decode(
     """Pick the most probable next token at every step, for a batch of sentences at once.
 
     Args:
-        model: a trained :class:`~lib.transformer.Transformer` (put in eval mode here).
+        model: a trained encoder–decoder (``lib.interfaces.EncoderDecoder``; put in eval mode here).
         src: source ids ``(batch, seq_s)``, right-padded.
         max_len: most target tokens to generate (default 1.5 · seq_s + 10, capped by the model's max_len).
         bos_id, eos_id: start and end token ids.
@@ -58,14 +60,14 @@ def greedy_decode(
     """
     model.eval()
     steps = _max_steps(model, src, max_len)
-    memory, src_mask, _ = model.encode(src)
+    memory, src_mask = model.encode(src)
     batch = src.size(0)
     cache = model.new_cache()
     token = torch.full((batch, 1), bos_id, dtype=torch.long, device=src.device)
     finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
     out = []
     for t in range(steps):
-        logits, _, _ = model.decode(token, memory, src_mask, cache, offset=t)
+        logits = model.decode(token, memory, src_mask, cache, offset=t)
         token = logits[:, -1].argmax(-1, keepdim=True)  # (batch, 1)
         token = token.masked_fill(finished[:, None], PAD_ID)
         out.append(token)
@@ -83,7 +85,7 @@ def length_penalty(length: Tensor, alpha: float) -> Tensor:
 
 @torch.no_grad()
 def beam_search(
-    model: Transformer,
+    model: EncoderDecoder,
     src: Tensor,
     beam_size: int = 5,
     alpha: float = 0.6,
@@ -98,7 +100,7 @@ def beam_search(
     every sentence has ended or ``max_len`` is reached. With ``beam_size=1`` this is greedy decoding.
 
     Args:
-        model: a trained Transformer.
+        model: a trained encoder–decoder (``lib.interfaces.EncoderDecoder``).
         src: source ids ``(batch, seq_s)``, right-padded.
         beam_size: hypotheses kept per sentence (K).
         alpha: length-penalty exponent α (0 = no normalisation; 0.6 in Vaswani et al. 2017).
@@ -116,7 +118,7 @@ def beam_search(
         raise ValueError(f"beam_size must be at least 1, got {beam_size}")
     model.eval()
     steps = _max_steps(model, src, max_len)
-    memory, src_mask, _ = model.encode(src)
+    memory, src_mask = model.encode(src)
     batch, k, device = src.size(0), beam_size, src.device
     memory = memory.repeat_interleave(k, dim=0)  # (batch·K, seq_s, d_model)
     src_mask = src_mask.repeat_interleave(k, dim=0)
@@ -129,7 +131,7 @@ def beam_search(
     tokens = torch.full((batch * k, 1), bos_id, dtype=torch.long, device=device)
 
     for t in range(steps):
-        logits, _, _ = model.decode(tokens[:, -1:], memory, src_mask, cache, offset=t)
+        logits = model.decode(tokens[:, -1:], memory, src_mask, cache, offset=t)
         logp = torch.log_softmax(logits[:, -1].float(), dim=-1)  # (batch·K, V)
         vocab = logp.size(-1)
         # a finished hypothesis can only be continued by padding, at no cost

@@ -275,6 +275,12 @@ def sliding_window_attention(
 def elu_feature_map(x: Tensor) -> Tensor:
     """φ(x) = elu(x) + 1, elementwise: positive, so that φ(q) · φ(k) > 0 can replace exp(q · k).
 
+    Args:
+        x: queries or keys of any shape, e.g. ``(batch, heads, seq, d_k)``.
+
+    Returns:
+        A tensor of the same shape and dtype, every entry > 0: ``x + 1`` where ``x > 0``, ``exp(x)`` elsewhere.
+
     Source: Katharopoulos et al. 2020, §3.2.1, Eq. (7).
     """
     return F.elu(x) + 1.0
@@ -593,6 +599,17 @@ def lsh_rotations(
     """The random matrices R of angular LSH, one per hash round: ``(num_hashes, d_k, max(num_buckets // 2, 1))``.
 
     Entries are independent N(0, 1) from a private generator seeded with ``seed``.
+
+    Args:
+        d_k: the width of the shared query/key vectors that will be hashed (>= 1).
+        num_buckets: buckets per hash round, 1 or even; each random direction gives two buckets (its sign).
+        num_hashes: independent hash rounds (>= 1).
+        seed: seed of the private ``torch.Generator``; the same seed gives the same rotations.
+        dtype: dtype of the result (drawn in float64, then cast).
+
+    Returns:
+        ``(num_hashes, d_k, max(num_buckets // 2, 1))`` tensor of ``dtype``, one matrix R per round, for
+        :func:`lsh_hash`.
 
     Raises:
         ValueError: d_k < 1, num_hashes < 1, num_buckets < 1 or odd and > 1.

@@ -18,13 +18,16 @@ LayerNorm).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import ClassVar, Literal, overload
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import causal_mask
+from .config import Config
+from .interfaces import AttentionMaps
 from .special_tokens import PAD_ID
 from .transformer import EncoderLayer
 
@@ -32,7 +35,7 @@ __all__ = ["GPTConfig", "GPT", "lm_loss", "generate"]
 
 
 @dataclass
-class GPTConfig:
+class GPTConfig(Config):
     """Sizes of a :class:`GPT`.
 
     Attributes:
@@ -62,6 +65,8 @@ class GPTConfig:
     norm_first: bool = True
     activation: str = "gelu"
 
+    PRESETS: ClassVar[tuple[str, ...]] = ("tiny", "gpt1")
+
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "num_heads", "num_layers", "d_ff", "max_len"):
             if getattr(self, name) < 1:
@@ -79,9 +84,6 @@ class GPTConfig:
         """GPT-1: 12 layers, d_model 768, 12 heads, d_ff 3072, 512 positions, post-LN (Radford et al. 2018, §4.1)."""
         kw = dict(d_model=768, num_heads=12, num_layers=12, d_ff=3072, max_len=512, norm_first=False)
         return cls(vocab_size, **{**kw, **overrides})
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 class GPT(nn.Module):
@@ -121,18 +123,27 @@ class GPT(nn.Module):
         """Number of trainable parameters (W_e counted once: the output layer reuses it)."""
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
 
-    def forward(self, ids: Tensor, need_weights: bool = False):
+    @overload
+    def forward(self, ids: Tensor, return_attention: Literal[False] = False) -> Tensor: ...
+
+    @overload
+    def forward(self, ids: Tensor, return_attention: Literal[True]) -> tuple[Tensor, AttentionMaps]: ...
+
+    def forward(self, ids: Tensor, return_attention: bool = False) -> Tensor | tuple[Tensor, AttentionMaps]:
         """Next-token logits.
 
         Args:
             ids: ``(batch, seq)`` LongTensor, ``seq ≤ max_len``.
-            need_weights: also return each layer's attention weights ``(batch, heads, seq, seq)``.
+            return_attention: also return each layer's attention weights.
 
         Returns:
-            ``logits (batch, seq, vocab_size)``; with ``need_weights``, ``(logits, [weights per layer])``.
+            ``logits (batch, seq, vocab_size)``; with ``return_attention=True``, the pair ``(logits,
+            AttentionMaps)`` whose ``decoder`` list holds one causal ``(batch, heads, seq, seq)`` map per layer.
 
         Raises:
             ValueError: wrong shape/dtype, ids outside the vocabulary, or ``seq > max_len``.
+
+        Source: Radford et al. 2018, §3.1, Eq. (2).
         """
         c = self.config
         if ids.dim() != 2 or ids.dtype != torch.long:
@@ -146,11 +157,11 @@ class GPT(nn.Module):
         mask = causal_mask(ids.size(1), ids.device)                                       # (seq, seq)
         weights = []
         for layer in self.layers:
-            h, w = layer(h, mask, need_weights)                                           # h_l = block(h_{l-1})
-            if need_weights:
+            h, w = layer(h, mask, return_attention)                                       # h_l = block(h_{l-1})
+            if return_attention:
                 weights.append(w)
         logits = self.final_norm(h) @ self.token_embed.weight.T                          # h_n W_eᵀ (softmax in the loss)
-        return (logits, weights) if need_weights else logits
+        return (logits, AttentionMaps(decoder=weights)) if return_attention else logits
 
 
 def lm_loss(logits: Tensor, ids: Tensor, pad_id: int = PAD_ID) -> Tensor:

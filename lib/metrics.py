@@ -15,7 +15,17 @@ __all__ = ["BleuResult", "corpus_bleu", "BucketBleu", "bleu_by_length"]
 
 @dataclass(frozen=True)
 class BleuResult:
-    """A corpus BLEU score (0–100) and the sacreBLEU signature that says how it was computed."""
+    """A corpus BLEU score (0–100) and the sacreBLEU signature that says how it was computed.
+
+    Attributes:
+        score: corpus BLEU in [0, 100] (sacreBLEU's scale: 100 × the BLEU of Papineni et al.).
+        signature: sacreBLEU's signature string, e.g. ``nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.x``;
+            report it with the score so that others can reproduce it (Post 2018).
+        precisions: the four modified n-gram precisions p_1 … p_4, in percent (0–100).
+        brevity_penalty: BP in (0, 1]; 1 when the hypotheses are at least as long as the references.
+
+    Source: Papineni et al. 2002, §2 and Eq. (1)–(2); Post 2018 (the signature).
+    """
 
     score: float
     signature: str
@@ -61,7 +71,15 @@ def corpus_bleu(hypotheses: list[str], references: list[str], tokenize: str = "1
 
 @dataclass(frozen=True)
 class BucketBleu:
-    """BLEU of the sentences whose length falls in ``[low, high]`` (inclusive); ``count`` sentences."""
+    """BLEU of the sentences whose length falls in ``[low, high]`` (inclusive); ``count`` sentences.
+
+    Attributes:
+        low: the bucket's shortest length (inclusive), in the unit of the ``lengths`` passed to
+            :func:`bleu_by_length`.
+        high: the bucket's longest length (inclusive); ``10**9`` for the open last bucket.
+        count: the number of sentences in the bucket (at least 1).
+        bleu: the corpus BLEU of those sentences (:func:`corpus_bleu`).
+    """
 
     low: int
     high: int
@@ -70,6 +88,7 @@ class BucketBleu:
 
     @property
     def label(self) -> str:
+        """The bucket as an axis label: ``"10–19"``, or ``"30+"`` for the open last bucket."""
         return f"{self.low}–{self.high}" if self.high < 10**9 else f"{self.low}+"
 
 
@@ -87,6 +106,7 @@ def bleu_by_length(
         lengths: one length per sentence (any unit: words, sub-words), aligned with the lists.
         edges: increasing bucket starts; bucket k holds lengths in ``[edges[k], edges[k+1] - 1]``, the
             last one everything from ``edges[-1]`` on. Lengths below ``edges[0]`` are left out.
+        tokenize: sacreBLEU's tokenizer, as :func:`corpus_bleu`.
 
     Returns:
         One :class:`BucketBleu` per non-empty bucket, in order.

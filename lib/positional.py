@@ -69,7 +69,19 @@ class PositionalEncoding(nn.Module):
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         """Add PE(offset .. offset + seq - 1) to ``x (batch, seq, d_model)``; returns the same shape.
 
-        ``offset`` is the position of the first row, used when decoding one token at a time.
+        Args:
+            x: ``(batch, seq, d_model)`` embeddings (already scaled by √d_model in the Transformer, §3.4).
+            offset: the position of the first row, used when decoding one token at a time (0: the
+                sequence starts at position 0).
+
+        Returns:
+            ``(batch, seq, d_model)``: ``dropout(x + PE[offset : offset + seq])``, the table broadcast over
+            the batch.
+
+        Raises:
+            ValueError: the last dimension of ``x`` is not ``d_model``, or ``offset + seq > max_len``.
+
+        Source: Vaswani et al. 2017, §3.5.
         """
         if x.size(-1) != self.d_model:
             raise ValueError(f"expected last dimension d_model={self.d_model}, got {tuple(x.shape)}")

@@ -22,35 +22,34 @@ target with another (Sutskever et al. 2014; Cho et al. 2014). Two models are bui
 
 Both share the encoder (a bidirectional GRU, so ``h_j`` summarises the words before *and* after
 ``j``), the decoder GRU and the output layer; only the context differs. The models speak the same
-protocol as :class:`lib.transformer.Transformer` (``forward``, ``encode``, ``decode``, ``new_cache``,
-``config.d_model``, ``config.max_len``), so the book's training loop (:func:`lib.train.train`), decoders
-(:mod:`lib.decode`), :func:`lib.translate.translate` and the checkpoint format work for them unchanged.
+protocol as :class:`lib.transformer.Transformer` (``lib.interfaces.EncoderDecoder``: ``forward``, ``encode``,
+``decode``, ``new_cache``, ``config.d_model``, ``config.max_len``), so the book's training loop
+(``lib.training.train``), decoders (``lib.decode``), ``lib.translate.translate`` and the checkpoint format work
+for them unchanged.
 
-The module also makes the synthetic sequence tasks of the bottleneck chapter
-(:func:`sequence_task`) and measures accuracy by length (:func:`accuracy_by_length`).
+The synthetic reversal task of the bottleneck chapter, accuracy by length and the cached experiments live in
+:mod:`lib.experiments`, above the models; a translation's attention maps come from
+``lib.translate.translation_attention``, as for the Transformer.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import os
-import random
-from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
+from dataclasses import dataclass
+from typing import Literal, overload
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from .special_tokens import BOS_ID, EOS_ID, PAD_ID
+from .config import Config
+from .interfaces import AttentionMaps
+from .special_tokens import PAD_ID
 
 __all__ = [
     "SCORES", "Seq2SeqConfig", "AttentionScore", "AdditiveScore", "DotScore", "ScaledDotScore", "GeneralScore",
-    "make_score", "attend", "Encoder", "DecoderState", "Seq2Seq", "Alignment", "alignment",
-    "sequence_task", "accuracy_by_length", "LengthAccuracy", "ReversalExperiment", "reversal_experiment",
+    "make_score", "attend", "Encoder", "DecoderState", "Seq2Seq",
 ]
 
 #: The score functions :func:`make_score` knows.
@@ -60,7 +59,7 @@ SCORES = ("additive", "dot", "scaled_dot", "general")
 # --- configuration -------------------------------------------------------------------------------
 
 @dataclass
-class Seq2SeqConfig:
+class Seq2SeqConfig(Config):
     """Sizes of a recurrent encoder–decoder.
 
     Attributes:
@@ -107,16 +106,9 @@ class Seq2SeqConfig:
 
     @property
     def d_model(self) -> int:
-        """The width the learning-rate schedule is scaled by (:func:`lib.train.noam_lr`): d_hidden."""
+        """The width the learning-rate schedule is scaled by (``lib.training.noam_lr``): d_hidden."""
         return self.d_hidden
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Seq2SeqConfig":
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in known})
 
 
 # --- score functions -----------------------------------------------------------------------------
@@ -322,17 +314,21 @@ class Seq2Seq(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
     # -- encoding ---------------------------------------------------------------------------------
-    def encode(self, src: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor, list]:
-        """Encode right-padded source ids ``(batch, seq_s)``.
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
+        """Encode right-padded source ids once; :meth:`decode` reads the result at every step.
+
+        Args:
+            src: source ids ``(batch, seq_s)``, right-padded with ``<pad>``.
 
         Returns:
-            ``(memory (batch, seq_s, d_hidden), src_mask (batch, seq_s) bool, [])``: the encoder states
-            h_j, True where a real token is, and an empty list (recurrent encoders have no attention
-            weights; the element keeps the return shape of :meth:`lib.transformer.Transformer.encode`).
-            The fixed-vector model's summary c is read back from ``memory`` by :meth:`summary`.
+            ``(memory, src_mask)``: the encoder states h_j ``(batch, seq_s, d_hidden)`` and a ``(batch, seq_s)``
+            bool mask, ``True`` where a real token is. The fixed-vector model's summary c is read back from
+            ``memory`` by :meth:`summary`.
 
         Raises:
             ValueError: src is not ``(batch, seq_s)`` integer ids, or a row is all padding.
+
+        Source: Bahdanau et al. 2015, §3.2 (the annotations h_j of a bidirectional RNN).
         """
         if src.dim() != 2 or src.dtype not in (torch.long, torch.int, torch.int32, torch.int64):
             raise ValueError(f"src must be integer token ids of shape (batch, seq_s), got {tuple(src.shape)} {src.dtype}")
@@ -341,7 +337,7 @@ class Seq2Seq(nn.Module):
         if (lengths == 0).any():
             raise ValueError("a source row is all padding: every sentence needs at least one token")
         states, _ = self.encoder(self.dropout(self.src_embed(src)), lengths)
-        return states, mask, []
+        return states, mask
 
     @staticmethod
     def summary(memory: Tensor, src_mask: Tensor) -> Tensor:
@@ -381,27 +377,12 @@ class Seq2Seq(nn.Module):
         t = torch.tanh(self.pre_output(torch.cat([cache.state, context, emb], -1)))
         return t, weights
 
-    def decode(
-        self,
-        tgt: Tensor,
-        memory: Tensor,
-        src_mask: Tensor,
-        cache: list[DecoderState] | None = None,
-        offset: int = 0,
-        need_weights: bool = False,
-    ) -> tuple[Tensor, Tensor | None, None]:
-        """Run the decoder over target ids, teacher-forced or one step at a time with ``cache``.
-
-        Args:
-            tgt: ``(batch, seq_t)`` target ids (y_0 = BOS first); with a cache, the new token(s) only.
-            memory, src_mask: from :meth:`encode`.
-            cache: from :meth:`new_cache`; carries s_{i-1} between calls. None = a fresh one.
-            offset: tokens decoded before ``tgt`` (0 starts a sentence; kept for the Transformer's protocol).
-            need_weights: also return the attention weights.
-
-        Returns:
-            ``(logits (batch, seq_t, V), weights (batch, seq_t, seq_s) or None, None)``.
-        """
+    def _decode(
+        self, tgt: Tensor, memory: Tensor, src_mask: Tensor, cache: list[DecoderState] | None, offset: int,
+        return_attention: bool,
+    ) -> tuple[Tensor, Tensor | None]:
+        if tgt.dim() != 2 or tgt.size(0) != memory.size(0):
+            raise ValueError(f"tgt must be (batch, seq_t) with batch {memory.size(0)}, got {tuple(tgt.shape)}")
         state = (cache or self.new_cache())[0]
         if state.state is None:
             if offset != 0:
@@ -422,11 +403,43 @@ class Seq2Seq(nn.Module):
                 ts.append(t_i)
                 ws.append(w_i)
             t = torch.stack(ts, 1)
-            weights = torch.stack(ws, 1) if self.score is not None and need_weights else None
-        logits = self.output(self.dropout(t))
-        return logits, weights, None
+            weights = torch.stack(ws, 1) if self.score is not None and return_attention else None
+        return self.output(self.dropout(t)), weights
 
-    def forward(self, src: Tensor, tgt: Tensor, return_attention: bool = False):
+    def decode(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        src_mask: Tensor,
+        cache: list[DecoderState] | None = None,
+        offset: int = 0,
+    ) -> Tensor:
+        """Run the decoder over target ids, teacher-forced or one step at a time with ``cache``.
+
+        Args:
+            tgt: ``(batch, seq_t)`` target ids (y_0 = BOS first); with a cache, the new token(s) only.
+            memory: the encoder states from :meth:`encode`.
+            src_mask: the source mask from :meth:`encode`.
+            cache: from :meth:`new_cache`; carries s_{i-1} between calls. None = a fresh one.
+            offset: tokens decoded before ``tgt`` (0 starts a sentence; kept for the Transformer's protocol).
+
+        Returns:
+            logits ``(batch, seq_t, V)``.
+
+        Raises:
+            ValueError: ``tgt`` is not ``(batch, seq_t)`` with memory's batch; an empty cache with offset ≠ 0.
+
+        Source: Bahdanau et al. 2015, App. A.2.2 (the decoder step), with a GRU and tanh in place of maxout.
+        """
+        return self._decode(tgt, memory, src_mask, cache, offset, return_attention=False)[0]
+
+    @overload
+    def forward(self, src: Tensor, tgt: Tensor, return_attention: Literal[False] = False) -> Tensor: ...
+
+    @overload
+    def forward(self, src: Tensor, tgt: Tensor, return_attention: Literal[True]) -> tuple[Tensor, AttentionMaps]: ...
+
+    def forward(self, src: Tensor, tgt: Tensor, return_attention: bool = False) -> Tensor | tuple[Tensor, AttentionMaps]:
         """Teacher-forced forward pass.
 
         Args:
@@ -435,252 +448,19 @@ class Seq2Seq(nn.Module):
             return_attention: also return the attention weights.
 
         Returns:
-            ``logits (batch, seq_t, V)``; with ``return_attention`` a pair ``(logits, weights)`` where
-            weights is ``(batch, seq_t, seq_s)`` (row i: where the decoder looked to predict y_i), or None
-            for the fixed-vector model.
+            ``logits (batch, seq_t, V)``; with ``return_attention=True`` the pair ``(logits, AttentionMaps)``
+            whose ``cross`` list holds one ``(batch, 1, seq_t, seq_s)`` tensor (one head; row i: where the
+            decoder looked to predict y_i), or is empty for the fixed-vector model, which attends to nothing.
 
         Raises:
             ValueError: bad ``src`` (see :meth:`encode`) or ``tgt`` not ``(batch, seq_t)`` with src's batch.
+
+        Source: Bahdanau et al. 2015, §3 and App. A.2.2; Cho et al. 2014, Eq. 9–10 (fixed vector).
         """
         if tgt.dim() != 2 or tgt.size(0) != src.size(0):
             raise ValueError(f"tgt must be (batch, seq_t) with batch {src.size(0)}, got {tuple(tgt.shape)}")
-        memory, src_mask, _ = self.encode(src)
-        logits, weights, _ = self.decode(tgt, memory, src_mask, need_weights=return_attention)
-        return (logits, weights) if return_attention else logits
-
-
-# --- looking at the alignments -------------------------------------------------------------------
-
-@dataclass
-class Alignment:
-    """A translation and the attention weights the decoder used for it.
-
-    ``weights[i, j]``: how much target token ``target_tokens[i]`` (the i-th prediction, last one ``</s>``)
-    drew on source token ``source_tokens[j]``; shape ``(len(target_tokens), len(source_tokens))``.
-    """
-
-    source: str
-    translation: str
-    source_tokens: list[str]
-    target_tokens: list[str]
-    weights: Tensor
-
-
-@torch.no_grad()
-def alignment(model: Seq2Seq, tokenizer, source: str, translation: str | None = None) -> Alignment:
-    """Translate ``source`` greedily (or force ``translation``) and return the attention weights.
-
-    Raises:
-        ValueError: the model has no attention (a fixed-vector model aligns nothing).
-    """
-    from .decode import greedy_decode
-    from .bpe import decode, encode
-
-    if model.score is None:
-        raise ValueError("this model has no attention (attention=None): there are no alignments to show")
-    model.eval()
-    device = next(model.parameters()).device
-    src_ids = encode(tokenizer, source)[: model.config.max_len - 1] + [EOS_ID]
-    src = torch.tensor([src_ids], device=device)
-    tgt_ids = greedy_decode(model, src)[0] if translation is None else encode(tokenizer, translation)
-    tgt_in = torch.tensor([[BOS_ID] + tgt_ids], device=device)
-    _, weights = model(src, tgt_in, return_attention=True)
-    name = tokenizer.id_to_token
-    return Alignment(source, decode(tokenizer, tgt_ids), [name(i) for i in src_ids],
-                     [name(i) for i in tgt_ids] + [name(EOS_ID)], weights[0].cpu())
-
-
-# --- the synthetic task --------------------------------------------------------------------------
-
-def sequence_task(
-    n: int,
-    min_len: int,
-    max_len: int,
-    num_symbols: int = 20,
-    kind: str = "reverse",
-    seed: int = 0,
-) -> list[tuple[list[int], list[int]]]:
-    """Random symbol sequences and their targets: the clean test of how much a model remembers.
-
-    Symbols are token ids ``4 … 4 + num_symbols - 1`` (ids 0–3 are PAD, BOS, EOS, UNK as in
-    :mod:`lib.bpe`); lengths are uniform in ``[min_len, max_len]``. ``kind="reverse"``: the target is
-    the source backwards; ``"copy"``: the source itself. The pairs have no specials, like
-    :func:`lib.data.encode_pairs` output, so :func:`lib.train.train` takes them directly.
-
-    Raises:
-        ValueError: ``min_len < 1``, ``max_len < min_len``, ``num_symbols < 2``, unknown kind.
-    """
-    if min_len < 1 or max_len < min_len:
-        raise ValueError(f"need 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}")
-    if num_symbols < 2:
-        raise ValueError(f"num_symbols must be at least 2, got {num_symbols}")
-    if kind not in ("reverse", "copy"):
-        raise ValueError(f"kind must be 'reverse' or 'copy', got {kind!r}")
-    rng = random.Random(seed)
-    pairs = []
-    for _ in range(n):
-        src = [4 + rng.randrange(num_symbols) for _ in range(rng.randint(min_len, max_len))]
-        pairs.append((src, src[::-1] if kind == "reverse" else list(src)))
-    return pairs
-
-
-@dataclass
-class LengthAccuracy:
-    """Accuracy of greedy outputs per source length.
-
-    ``lengths``: the lengths measured; ``token``: fraction of target positions predicted right (a
-    missing or extra token counts as wrong; denominator max(len(output), len(target))); ``sequence``:
-    fraction of outputs exactly right; ``count``: sequences per length.
-    """
-
-    lengths: list[int]
-    token: list[float]
-    sequence: list[float]
-    count: list[int]
-
-
-@torch.no_grad()
-def accuracy_by_length(model: nn.Module, pairs: list[tuple[list[int], list[int]]], batch_size: int = 200,
-                       device: torch.device | str = "cpu") -> LengthAccuracy:
-    """Greedy-decode ``pairs``' sources and score the outputs against their targets, per source length.
-
-    Works for any model that :func:`lib.decode.greedy_decode` can drive (recurrent or Transformer).
-    """
-    from .decode import greedy_decode
-
-    if not pairs:
-        raise ValueError("pairs is empty")
-    model.eval().to(device)
-    by_len: dict[int, list[tuple[float, float]]] = {}
-    for start in range(0, len(pairs), batch_size):
-        chunk = pairs[start:start + batch_size]
-        width = max(len(s) for s, _ in chunk) + 1
-        src = torch.full((len(chunk), width), PAD_ID, dtype=torch.long)
-        for row, (s, _) in enumerate(chunk):
-            src[row, : len(s) + 1] = torch.tensor(s + [EOS_ID])
-        outs = greedy_decode(model, src.to(device), max_len=width + 5)
-        for (s, t), o in zip(chunk, outs):
-            right = sum(a == b for a, b in zip(o, t))
-            by_len.setdefault(len(s), []).append((right / max(len(o), len(t)), float(o == t)))
-    lengths = sorted(by_len)
-    return LengthAccuracy(
-        lengths=lengths,
-        token=[sum(a for a, _ in by_len[n]) / len(by_len[n]) for n in lengths],
-        sequence=[sum(b for _, b in by_len[n]) / len(by_len[n]) for n in lengths],
-        count=[len(by_len[n]) for n in lengths],
-    )
-
-
-# --- the bottleneck experiment, trained once and cached ------------------------------------------
-
-@dataclass
-class ReversalExperiment:
-    """One model trained on the reversal task and measured.
-
-    ``accuracy``: :class:`LengthAccuracy` on fresh test sequences; ``history``: the training loop's
-    validation history; ``steps``/``minutes``: what training took (minutes = training time on the
-    machine that ran it, so it varies); ``model``: the trained :class:`Seq2Seq` (eval mode, CPU);
-    ``cached``: True when loaded from the cache instead of trained now.
-    """
-
-    attention: str | None
-    accuracy: LengthAccuracy
-    history: list[dict]
-    steps: int
-    minutes: float
-    model: Seq2Seq
-    settings: dict = field(default_factory=dict)
-    cached: bool = False
-
-
-def _cache_root(cache_dir) -> Path:
-    if cache_dir is not None:
-        return Path(cache_dir)
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("attention-book")) / "seq2seq"
-
-
-def reversal_experiment(
-    attention: str | None,
-    steps: int = 600,
-    min_len: int = 4,
-    max_len: int = 30,
-    num_symbols: int = 20,
-    d_embed: int = 64,
-    d_hidden: int = 128,
-    seed: int = 0,
-    cache_dir: str | os.PathLike | None = None,
-    progress: bool = False,
-) -> ReversalExperiment:
-    """Train a model on sequence reversal and measure its accuracy by length; cached on disk.
-
-    The model sees 20,000 random sequences of lengths ``min_len … max_len`` (a new batch order each
-    epoch) for ``steps`` optimiser steps of :func:`lib.train.train` (batches of 2,000 tokens, peak
-    learning rate 3·10⁻³ after 100 warm-up steps, no label smoothing), then greedily reverses 1,000
-    fresh sequences. The first call trains (one to two minutes on one CPU core for the attention model, half
-    that without); later calls with the same arguments load the result from ``cache_dir`` (default:
-    the user cache folder, ``.../attention-book/seq2seq``), so two chapters can share one run.
-
-    Args:
-        attention: None for the fixed-vector model, else a score name from :data:`SCORES`.
-        steps: training budget in optimiser steps. Training runs on one CPU thread, so a step budget
-            (unlike minutes) gives the same model on any machine with the same kind of CPU; the validation
-            history is taken every 0.1 training minutes, so its steps do vary with the machine's speed.
-        min_len, max_len, num_symbols: the task (see :func:`sequence_task`).
-        d_embed, d_hidden: model sizes (see :class:`Seq2SeqConfig`).
-        seed: seeds the data and the training.
-        cache_dir: where to keep results; the file name encodes every argument.
-        progress: show the training progress bar.
-
-    Returns:
-        A :class:`ReversalExperiment`.
-    """
-    settings = dict(attention=attention, steps=steps, min_len=min_len, max_len=max_len, num_symbols=num_symbols,
-                    d_embed=d_embed, d_hidden=d_hidden, seed=seed, version=2)
-    key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
-    folder = _cache_root(cache_dir)
-    path = folder / f"reversal-{attention or 'fixed'}-{key}.pt"
-    config = Seq2SeqConfig(4 + num_symbols, d_embed=d_embed, d_hidden=d_hidden, attention=attention, dropout=0.0,
-                           max_len=2 * max_len + 10)
-    if path.is_file():
-        try:
-            state = torch.load(path, map_location="cpu", weights_only=False)
-            model = Seq2Seq(config)
-            model.load_state_dict(state["model"])
-            return ReversalExperiment(attention, LengthAccuracy(**state["accuracy"]), state["history"], state["steps"],
-                                      state["minutes"], model.eval(), settings, cached=True)
-        except Exception:  # a stale or broken cache file: train again
-            pass
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # one thread: the same model on any core count (and, for these small sizes, fastest)
-    try:
-        torch.manual_seed(seed)
-        model = Seq2Seq(config)
-        result, accuracy = _train_reversal(model, settings, progress)
-    finally:
-        torch.set_num_threads(threads)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        torch.save(dict(model=model.state_dict(), accuracy=asdict(accuracy), history=result.history,
-                        steps=result.steps, minutes=result.minutes, settings=settings), tmp)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # an unwritable cache only costs a retrain next time
-    return ReversalExperiment(attention, accuracy, result.history, result.steps, result.minutes, model, settings)
-
-
-def _train_reversal(model: Seq2Seq, settings: dict, progress: bool):
-    from .data import make_batches
-    from .train import TrainConfig, train
-
-    seed, min_len, max_len, num_symbols = (settings[k] for k in ("seed", "min_len", "max_len", "num_symbols"))
-    pairs = sequence_task(20_000, min_len, max_len, num_symbols, seed=seed)
-    val = make_batches(sequence_task(500, min_len, max_len, num_symbols, seed=seed + 1), 4000, PAD_ID, BOS_ID, EOS_ID)
-    tconf = TrainConfig(max_tokens=2000, peak_lr=3e-3, warmup=100, label_smoothing=0.0, max_steps=settings["steps"],
-                        eval_every_minutes=0.1, seed=seed)
-    result = train(model, pairs, val, tconf, device="cpu", progress=progress, log=lambda *_: None)
-    accuracy = accuracy_by_length(model, sequence_task(1000, min_len, max_len, num_symbols, seed=seed + 2))
-    model.eval()
-    return result, accuracy
+        memory, src_mask = self.encode(src)
+        logits, weights = self._decode(tgt, memory, src_mask, None, 0, return_attention)
+        if not return_attention:
+            return logits
+        return logits, AttentionMaps(cross=[] if weights is None else [weights[:, None]])

@@ -12,13 +12,16 @@ Transformer Architecture".
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass
+from typing import ClassVar, Literal, overload
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import KeyValue, MultiHeadAttention, causal_mask, padding_mask
+from .config import Config
+from .interfaces import AttentionMaps
 from .positional import PositionalEncoding
 
 __all__ = [
@@ -29,7 +32,6 @@ __all__ = [
     "Encoder",
     "Decoder",
     "Transformer",
-    "AttentionWeights",
     "LayerCache",
 ]
 
@@ -37,7 +39,7 @@ _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
 
 @dataclass
-class TransformerConfig:
+class TransformerConfig(Config):
     """Sizes and switches of a :class:`Transformer`; build one with a named preset.
 
     Presets: :meth:`tiny` (tests), :meth:`multi30k` (the capstone, fits a CPU), :meth:`base` (the
@@ -64,6 +66,8 @@ class TransformerConfig:
     activation: str = "relu"
     layer_norm_eps: float = 1e-5
     fused_attention: bool = True
+
+    PRESETS: ClassVar[tuple[str, ...]] = ("tiny", "multi30k", "multi30k_wide", "base")
 
     def __post_init__(self) -> None:
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "num_heads", "d_ff", "max_len"):
@@ -121,28 +125,6 @@ class TransformerConfig:
     def base(cls, vocab_size: int = 37000, **overrides) -> "TransformerConfig":
         """The paper's base model: d_model 512, 8 heads, 6+6 layers, d_ff 2048, dropout 0.1 (Table 3)."""
         return cls(vocab_size, vocab_size, **overrides)
-
-    @classmethod
-    def preset(cls, name: str, vocab_size: int, **overrides) -> "TransformerConfig":
-        """Look a preset up by name (``"tiny"``, ``"multi30k"``, ``"multi30k_wide"``, ``"base"``).
-
-        Raises:
-            ValueError: unknown preset name.
-        """
-        if name not in PRESETS:
-            raise ValueError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
-        return getattr(cls, name)(vocab_size, **overrides)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "TransformerConfig":
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in known})
-
-
-PRESETS = ("tiny", "multi30k", "multi30k_wide", "base")
 
 
 class PositionwiseFeedForward(nn.Module):
@@ -228,18 +210,18 @@ class EncoderLayer(nn.Module):
         self.norm_first = norm_first
 
     def forward(
-        self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False
+        self, x: Tensor, mask: Tensor | None = None, return_attention: bool = False
     ) -> tuple[Tensor, Tensor | None]:
         """``x (batch, seq, d_model)``, ``mask`` broadcastable to ``(batch, heads, seq, seq)``
         (``True`` = may attend) → ``(x (batch, seq, d_model), weights (batch, heads, seq, seq) or None)``.
         """
         if self.norm_first:
             h = self.norm1(x)
-            a, w = self.self_attn(h, h, h, mask, need_weights)
+            a, w = self.self_attn(h, h, h, mask, return_attention)
             x = x + self.dropout(a)
             x = x + self.dropout(self.ffn(self.norm2(x)))
         else:
-            a, w = self.self_attn(x, x, x, mask, need_weights)
+            a, w = self.self_attn(x, x, x, mask, return_attention)
             x = self.norm1(x + self.dropout(a))  # Add & Norm
             x = self.norm2(x + self.dropout(self.ffn(x)))
         return x, w
@@ -276,7 +258,7 @@ class DecoderLayer(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.norm_first = norm_first
 
-    def _self_attention(self, h, mask, cache, need_weights):
+    def _self_attention(self, h, mask, cache, return_attention):
         kv = self.self_attn.project_key_value(h, h)
         if cache is not None:
             if cache.self_kv is not None:  # append this step's keys/values to the past ones
@@ -285,16 +267,16 @@ class DecoderLayer(nn.Module):
                     torch.cat([cache.self_kv.value, kv.value], dim=2),
                 )
             cache.self_kv = kv
-        return self.self_attn.attend(h, kv, mask, need_weights)
+        return self.self_attn.attend(h, kv, mask, return_attention)
 
-    def _cross_attention(self, h, memory, memory_mask, cache, need_weights):
+    def _cross_attention(self, h, memory, memory_mask, cache, return_attention):
         if cache is not None and cache.cross_kv is not None:
             kv = cache.cross_kv
         else:
             kv = self.cross_attn.project_key_value(memory, memory)
             if cache is not None:
                 cache.cross_kv = kv
-        return self.cross_attn.attend(h, kv, memory_mask, need_weights)
+        return self.cross_attn.attend(h, kv, memory_mask, return_attention)
 
     def forward(
         self,
@@ -303,7 +285,7 @@ class DecoderLayer(nn.Module):
         self_mask: Tensor | None = None,
         memory_mask: Tensor | None = None,
         cache: LayerCache | None = None,
-        need_weights: bool = False,
+        return_attention: bool = False,
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
         """One decoder layer.
 
@@ -313,7 +295,7 @@ class DecoderLayer(nn.Module):
             self_mask: broadcastable to ``(batch, heads, seq_t, seq_t_total)``, usually causal.
             memory_mask: broadcastable to ``(batch, heads, seq_t, seq_s)``, usually the source padding mask.
             cache: a :class:`LayerCache` to read and extend (incremental decoding), or None.
-            need_weights: return the attention weights.
+            return_attention: return the attention weights.
 
         Returns:
             ``(x (batch, seq_t, d_model), self weights (batch, heads, seq_t, seq_t_total) or None,
@@ -321,15 +303,15 @@ class DecoderLayer(nn.Module):
         """
         if self.norm_first:
             h = self.norm1(x)
-            a, w_self = self._self_attention(h, self_mask, cache, need_weights)
+            a, w_self = self._self_attention(h, self_mask, cache, return_attention)
             x = x + self.dropout(a)
-            a, w_cross = self._cross_attention(self.norm2(x), memory, memory_mask, cache, need_weights)
+            a, w_cross = self._cross_attention(self.norm2(x), memory, memory_mask, cache, return_attention)
             x = x + self.dropout(a)
             x = x + self.dropout(self.ffn(self.norm3(x)))
         else:
-            a, w_self = self._self_attention(x, self_mask, cache, need_weights)
+            a, w_self = self._self_attention(x, self_mask, cache, return_attention)
             x = self.norm1(x + self.dropout(a))
-            a, w_cross = self._cross_attention(x, memory, memory_mask, cache, need_weights)
+            a, w_cross = self._cross_attention(x, memory, memory_mask, cache, return_attention)
             x = self.norm2(x + self.dropout(a))
             x = self.norm3(x + self.dropout(self.ffn(x)))
         return x, w_self, w_cross
@@ -355,12 +337,12 @@ class Encoder(nn.Module):
         self.layers = nn.ModuleList(EncoderLayer(**_layer_kwargs(config)) for _ in range(config.num_encoder_layers))
         self.norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_first else nn.Identity()
 
-    def forward(self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False) -> tuple[Tensor, list[Tensor]]:
+    def forward(self, x: Tensor, mask: Tensor | None = None, return_attention: bool = False) -> tuple[Tensor, list[Tensor]]:
         """Returns ``(memory (batch, seq, d_model), [weights (batch, heads, seq, seq) per layer])``."""
         weights = []
         for layer in self.layers:
-            x, w = layer(x, mask, need_weights)
-            if need_weights:
+            x, w = layer(x, mask, return_attention)
+            if return_attention:
                 weights.append(w)
         return self.norm(x), weights
 
@@ -383,30 +365,16 @@ class Decoder(nn.Module):
         self_mask: Tensor | None = None,
         memory_mask: Tensor | None = None,
         cache: list[LayerCache] | None = None,
-        need_weights: bool = False,
+        return_attention: bool = False,
     ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
         """Returns ``(x (batch, seq_t, d_model), [self weights per layer], [cross weights per layer])``."""
         self_ws, cross_ws = [], []
         for i, layer in enumerate(self.layers):
-            x, ws, wc = layer(x, memory, self_mask, memory_mask, None if cache is None else cache[i], need_weights)
-            if need_weights:
+            x, ws, wc = layer(x, memory, self_mask, memory_mask, None if cache is None else cache[i], return_attention)
+            if return_attention:
                 self_ws.append(ws)
                 cross_ws.append(wc)
         return self.norm(x), self_ws, cross_ws
-
-
-@dataclass
-class AttentionWeights:
-    """The attention weights of every layer, each ``(batch, heads, seq_q, seq_k)``.
-
-    ``encoder[l]``: encoder self-attention of layer l, ``(batch, heads, seq_s, seq_s)``.
-    ``decoder[l]``: decoder (causal) self-attention, ``(batch, heads, seq_t, seq_t)``.
-    ``cross[l]``: decoder-to-encoder attention, ``(batch, heads, seq_t, seq_s)``.
-    """
-
-    encoder: list[Tensor] = field(default_factory=list)
-    decoder: list[Tensor] = field(default_factory=list)
-    cross: list[Tensor] = field(default_factory=list)
 
 
 class Transformer(nn.Module):
@@ -463,23 +431,55 @@ class Transformer(nn.Module):
         return self.positional(table(tokens) * math.sqrt(self.config.d_model), offset)
 
     def source_mask(self, src: Tensor) -> Tensor:
-        """``(batch, 1, 1, seq_s)`` bool, ``True`` = real source token (may be attended to)."""
-        return padding_mask(src, self.config.pad_id)
+        """The source padding mask.
 
-    def encode(self, src: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor, list[Tensor]]:
-        """Encode source ids ``(batch, seq_s)``.
+        Args:
+            src: source ids ``(batch, seq_s)``.
 
         Returns:
-            memory ``(batch, seq_s, d_model)``, the source mask ``(batch, 1, 1, seq_s)``, and the
-            encoder self-attention weights per layer (empty unless ``need_weights``).
+            ``(batch, 1, 1, seq_s)`` bool, ``True`` = real source token (may be attended to).
+        """
+        return padding_mask(src, self.config.pad_id)
+
+    def _encode(self, src: Tensor, return_attention: bool) -> tuple[Tensor, Tensor, list[Tensor]]:
+        self._check_tokens(src, "src", self.config.src_vocab_size)
+        mask = self.source_mask(src)
+        memory, weights = self.encoder(self._embed(src, self.src_embed), mask, return_attention)
+        return memory, mask, weights
+
+    def _decode(
+        self, tgt: Tensor, memory: Tensor, src_mask: Tensor, cache: list[LayerCache] | None, offset: int,
+        return_attention: bool,
+    ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+        self._check_tokens(tgt, "tgt", self.config.tgt_vocab_size)
+        if offset < 0:
+            raise ValueError(f"offset must be >= 0, got {offset}")
+        t_new = tgt.size(1)
+        if cache is None or offset == 0:
+            self_mask = causal_mask(t_new, tgt.device)
+        else:  # new positions see all cached ones and, causally, each other
+            self_mask = None if t_new == 1 else torch.ones(t_new, offset + t_new, dtype=torch.bool, device=tgt.device).tril(offset)
+        x = self._embed(tgt, self.tgt_embed, offset)
+        x, self_ws, cross_ws = self.decoder(x, memory, self_mask, src_mask, cache, return_attention)
+        return self.output(x), self_ws, cross_ws
+
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
+        """Encode source ids once; :meth:`decode` then reads the result at every step.
+
+        Args:
+            src: source ids ``(batch, seq_s)``, right-padded with ``pad_id``.
+
+        Returns:
+            ``(memory, src_mask)``: the encoder output ``(batch, seq_s, d_model)`` and the source padding
+            mask ``(batch, 1, 1, seq_s)`` (``True`` = real token, may be attended to).
 
         Raises:
             ValueError: ids not 2-D integers, out of the vocabulary, or longer than ``max_len``.
+
+        Source: Vaswani et al. 2017, §3.1 (the encoder maps x to z = (z_1, …, z_n)).
         """
-        self._check_tokens(src, "src", self.config.src_vocab_size)
-        mask = self.source_mask(src)
-        memory, weights = self.encoder(self._embed(src, self.src_embed), mask, need_weights)
-        return memory, mask, weights
+        memory, mask, _ = self._encode(src, return_attention=False)
+        return memory, mask
 
     def decode(
         self,
@@ -488,53 +488,63 @@ class Transformer(nn.Module):
         src_mask: Tensor,
         cache: list[LayerCache] | None = None,
         offset: int = 0,
-        need_weights: bool = False,
-    ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
-        """Next-token logits for target ids ``tgt (batch, seq_t)`` given the encoder output.
+    ) -> Tensor:
+        """Next-token logits for target ids given the encoder output.
 
         Args:
-            tgt: target ids; with a ``cache``, only the new positions ``offset .. offset + seq_t - 1``.
+            tgt: target ids ``(batch, seq_t)``; with a ``cache``, only the new positions
+                ``offset … offset + seq_t - 1``.
             memory: ``(batch, seq_s, d_model)`` from :meth:`encode`.
             src_mask: ``(batch, 1, 1, seq_s)`` from :meth:`encode`.
-            cache: per-layer :class:`LayerCache` list from :meth:`new_cache` (incremental decoding).
-            offset: position of ``tgt[:, 0]``.
-            need_weights: also return the attention weights.
+            cache: per-layer :class:`LayerCache` list from :meth:`new_cache` (incremental decoding), extended
+                in place; None = no cache (the whole prefix is recomputed).
+            offset: position of ``tgt[:, 0]`` in the target sentence.
 
         Returns:
-            logits ``(batch, seq_t, tgt_vocab_size)``, decoder self-attention weights per layer,
-            cross-attention weights per layer.
+            logits ``(batch, seq_t, tgt_vocab_size)``; ``logits[:, t]`` scores the token after ``tgt[:, t]``.
+
+        Raises:
+            ValueError: ids of the wrong shape/dtype or outside the vocabulary, a negative offset, or a
+                position beyond ``max_len``.
+
+        Source: Vaswani et al. 2017, §3.1 (the decoder is auto-regressive) and §3.2.3 (causal masking).
         """
-        self._check_tokens(tgt, "tgt", self.config.tgt_vocab_size)
-        t_new = tgt.size(1)
-        if cache is None or offset == 0:
-            self_mask = causal_mask(t_new, tgt.device)
-        else:  # new positions see all cached ones and, causally, each other
-            self_mask = None if t_new == 1 else torch.ones(t_new, offset + t_new, dtype=torch.bool, device=tgt.device).tril(offset)
-        x = self._embed(tgt, self.tgt_embed, offset)
-        x, self_ws, cross_ws = self.decoder(x, memory, self_mask, src_mask, cache, need_weights)
-        return self.output(x), self_ws, cross_ws
+        return self._decode(tgt, memory, src_mask, cache, offset, return_attention=False)[0]
 
     def new_cache(self) -> list[LayerCache]:
-        """An empty key/value cache, one :class:`LayerCache` per decoder layer."""
+        """An empty key/value cache for step-by-step decoding.
+
+        Returns:
+            One empty :class:`LayerCache` per decoder layer.
+        """
         return [LayerCache() for _ in self.decoder.layers]
 
-    def forward(self, src: Tensor, tgt: Tensor, return_attention: bool = False):
+    @overload
+    def forward(self, src: Tensor, tgt: Tensor, return_attention: Literal[False] = False) -> Tensor: ...
+
+    @overload
+    def forward(self, src: Tensor, tgt: Tensor, return_attention: Literal[True]) -> tuple[Tensor, AttentionMaps]: ...
+
+    def forward(self, src: Tensor, tgt: Tensor, return_attention: bool = False) -> Tensor | tuple[Tensor, AttentionMaps]:
         """Teacher-forced forward pass.
 
         Args:
             src: source ids ``(batch, seq_s)``, right-padded with ``pad_id``.
             tgt: target input ids ``(batch, seq_t)`` (starting with BOS), right-padded.
-            return_attention: also return an :class:`AttentionWeights` with every layer's weights.
+            return_attention: also return every layer's attention weights.
 
         Returns:
-            logits ``(batch, seq_t, tgt_vocab_size)``; with ``return_attention``, the tuple
-            ``(logits, AttentionWeights)``.
+            logits ``(batch, seq_t, tgt_vocab_size)``; with ``return_attention=True``, the pair
+            ``(logits, AttentionMaps)`` whose ``encoder``, ``decoder`` and ``cross`` lists hold one
+            ``(batch, heads, seq_q, seq_k)`` tensor per layer.
 
         Raises:
             ValueError: ids of the wrong shape/dtype, outside the vocabulary, or longer than max_len.
+
+        Source: Vaswani et al. 2017, Figure 1 and §3.
         """
-        memory, src_mask, enc_w = self.encode(src, need_weights=return_attention)
-        logits, dec_w, cross_w = self.decode(tgt, memory, src_mask, need_weights=return_attention)
+        memory, src_mask, enc_w = self._encode(src, return_attention)
+        logits, dec_w, cross_w = self._decode(tgt, memory, src_mask, None, 0, return_attention)
         if return_attention:
-            return logits, AttentionWeights(enc_w, dec_w, cross_w)
+            return logits, AttentionMaps(encoder=enc_w, decoder=dec_w, cross=cross_w)
         return logits

@@ -10,24 +10,25 @@ from __future__ import annotations
 
 import argparse
 import sys
-
-import torch
-
-from .data import load_multi30k
-from .decode import beam_search, greedy_decode
-from .metrics import BleuResult, corpus_bleu
 from dataclasses import dataclass
 
+import torch
+from torch import Tensor
+
 from .bpe import decode, encode
+from .checkpoint import load_run
+from .data import load_multi30k, pad_batch
+from .decode import beam_search, greedy_decode
+from .interfaces import AttentionMaps, EncoderDecoder
+from .metrics import BleuResult, corpus_bleu
 from .special_tokens import BOS_ID, EOS_ID, PAD_ID
-from .transformer import AttentionWeights, Transformer
 
 __all__ = ["translate", "evaluate_bleu", "TranslationAttention", "translation_attention"]
 
 
 @torch.no_grad()
 def translate(
-    model: Transformer,
+    model: EncoderDecoder,
     tokenizer,
     sentences: list[str],
     beam_size: int = 1,
@@ -62,11 +63,7 @@ def translate(
     out: list[str] = [""] * len(ids)
     for start in range(0, len(order), batch_size):
         chunk = order[start:start + batch_size]
-        width = max(len(ids[i]) for i in chunk)
-        src = torch.full((len(chunk), width), PAD_ID, dtype=torch.long)
-        for row, i in enumerate(chunk):
-            src[row, : len(ids[i])] = torch.tensor(ids[i])
-        src = src.to(device)
+        src = pad_batch([ids[i] for i in chunk], PAD_ID).to(device)
         if beam_size == 1:
             hyps = greedy_decode(model, src)
         else:
@@ -77,7 +74,7 @@ def translate(
 
 
 def evaluate_bleu(
-    model: Transformer,
+    model: EncoderDecoder,
     tokenizer,
     split: str = "test_2016_flickr",
     root=None,
@@ -95,32 +92,68 @@ def evaluate_bleu(
 class TranslationAttention:
     """A translation with every attention map the model computed for it.
 
-    ``source_tokens``: source sub-words plus ``</s>`` (the keys of cross-attention, length seq_s).
-    ``target_tokens``: the sub-words the decoder produced plus ``</s>`` (length seq_t): row t of a
-    decoder map is the query that *predicted* target_tokens[t].
-    ``weights``: :class:`~lib.transformer.AttentionWeights` with batch size 1, e.g.
-    ``weights.cross[layer][0]`` of shape ``(heads, seq_t, seq_s)``.
+    Attributes:
+        source: the source sentence.
+        translation: the target sentence (the model's greedy output, or the one forced on it).
+        source_tokens: source sub-words plus ``</s>`` (the keys of cross-attention, length seq_s).
+        target_tokens: the target sub-words plus ``</s>`` (length seq_t): row t of a decoder or cross map is
+            the query that *predicted* ``target_tokens[t]``.
+        weights: the model's :class:`lib.interfaces.AttentionMaps` with batch size 1, e.g.
+            ``weights.cross[layer][0]`` of shape ``(heads, seq_t, seq_s)``; a recurrent model with attention has
+            one cross "layer" with one head.
     """
 
     source: str
     translation: str
     source_tokens: list[str]
     target_tokens: list[str]
-    weights: AttentionWeights
+    weights: AttentionMaps
+
+    def cross_map(self, layer: int = -1, head: int | None = None) -> Tensor:
+        """One cross-attention map: target tokens (rows) against source tokens (columns).
+
+        Args:
+            layer: decoder layer (default the last; a recurrent model has only layer 0).
+            head: one head, or None for the mean over the heads.
+
+        Returns:
+            ``(seq_t, seq_s)`` tensor; each row sums to 1.
+
+        Raises:
+            IndexError: no such layer or head.
+        """
+        maps = self.weights.cross[layer][0]  # (heads, seq_t, seq_s)
+        if head is None:
+            return maps.mean(0)
+        if not -maps.size(0) <= head < maps.size(0):
+            raise IndexError(f"head {head} out of range: the model has {maps.size(0)} heads")
+        return maps[head]
 
 
 @torch.no_grad()
-def translation_attention(model: Transformer, tokenizer, source: str, translation: str | None = None) -> TranslationAttention:
-    """Translate ``source`` greedily (or force ``translation``) and return the attention weights of every layer.
+def translation_attention(
+    model: EncoderDecoder, tokenizer, source: str, translation: str | None = None
+) -> TranslationAttention:
+    """Translate ``source`` greedily (or force ``translation``) and return every attention map of the model.
+
+    The one function for the attention maps of a translation, for any model the book trains: the Transformer
+    (encoder, decoder and cross maps of every layer) and the recurrent model with attention (its alignment
+    α_ij, as one cross map with one head).
 
     Args:
-        model: a trained Transformer.
+        model: a trained encoder–decoder (``lib.interfaces.EncoderDecoder``) whose forward accepts
+            ``return_attention=True``.
         tokenizer: its tokenizer.
         source: one source sentence.
         translation: a target sentence to score instead of the model's own greedy output.
 
     Returns:
-        A :class:`TranslationAttention` whose token lists label the weights' axes.
+        A :class:`TranslationAttention` whose token lists label the maps' axes.
+
+    Raises:
+        ValueError: the model computes no attention (the fixed-vector model attends to nothing).
+
+    Source: the alignment figures of Bahdanau et al. 2015, Fig. 3; Vaswani et al. 2017, Figures 3–5.
     """
     model.eval()
     device = next(model.parameters()).device
@@ -132,6 +165,8 @@ def translation_attention(model: Transformer, tokenizer, source: str, translatio
         tgt_ids = encode(tokenizer, translation)[: model.config.max_len - 1]
     tgt_in = torch.tensor([[BOS_ID] + tgt_ids], device=device)
     _, weights = model(src, tgt_in, return_attention=True)
+    if not weights.kinds():
+        raise ValueError("this model computes no attention (a fixed-vector model): there are no maps to show")
     name = tokenizer.id_to_token
     return TranslationAttention(
         source=source,
@@ -142,9 +177,12 @@ def translation_attention(model: Transformer, tokenizer, source: str, translatio
     )
 
 
-def main(argv=None) -> None:
-    from .checkpoint import load_run
+def main(argv: list[str] | None = None) -> None:
+    """The command line: translate stdin line by line, or score a Multi30k split with ``--bleu``.
 
+    Args:
+        argv: the arguments (default ``sys.argv[1:]``).
+    """
     p = argparse.ArgumentParser(prog="python -m lib.translate", description="Translate German to English with a trained run.")
     p.add_argument("--run", required=True, help="run folder (e.g. models/de-en or runs/NAME)")
     p.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy)")

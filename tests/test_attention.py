@@ -98,7 +98,7 @@ def test_multihead_equals_torch_multiheadattention(fused):
     x = torch.randn(2, 5, 16)
     mem = torch.randn(2, 7, 16)
     lengths = torch.tensor([7, 4])
-    ours, w = mha(x, mem, mem, padding_mask(lengths), need_weights=not fused)
+    ours, w = mha(x, mem, mem, padding_mask(lengths), return_attention=not fused)
     # torch's key_padding_mask uses the opposite convention: True = ignore.
     theirs, w_ref = ref(x, mem, mem, key_padding_mask=~padding_mask(lengths)[:, 0, 0], average_attn_weights=False)
     torch.testing.assert_close(ours, theirs)
@@ -149,7 +149,7 @@ def test_mask_of_wrong_shape_or_dtype():
     mha = MultiHeadAttention(8, 2, fused=True)
     x = torch.randn(2, 5, 8)
     with pytest.raises(ValueError, match="does not broadcast"):
-        mha(x, x, x, torch.ones(4, 4, dtype=torch.bool), need_weights=False)
+        mha(x, x, x, torch.ones(4, 4, dtype=torch.bool), return_attention=False)
 
 
 def test_multihead_wrong_width():

@@ -6,9 +6,12 @@ import pytest
 import torch
 
 from lib.bert import (IGNORE_INDEX, IS_NEXT, NOT_NEXT, Bert, BertClassifier, BertConfig, BertVocab,
-                      collate_pairs, make_nsp_pairs, mask_tokens, pack_pair)
+                      make_nsp_pairs, mask_tokens, pack_pair)
+from lib.data import pad_batch
 from lib.gpt import GPT, GPTConfig, generate, lm_loss
-from lib.lm import LMTrainConfig, gpt_sequences, pad_batch, train_lm, unigram_counts
+from lib.interfaces import AttentionMaps
+from lib.lm import collate_pairs, gpt_sequences, sentence_batches, unigram_counts
+from lib.training import TrainConfig, train
 
 V = 50
 VOCAB = BertVocab(V)
@@ -107,10 +110,11 @@ def test_pack_pair_and_collate():
 def test_bert_shapes_and_tied_head():
     bert = tiny_bert()
     x, s = collate_pairs([pack_pair([5, 6, 7], [8, 9], VOCAB, 16), pack_pair([5], None, VOCAB, 16)])
-    out = bert(x, s, need_weights=True)
-    assert out.hidden.shape == (2, 8, 32) and len(out.weights) == 2 and out.weights[0].shape == (2, 4, 8, 8)
-    assert bert.mlm_logits(out.hidden).shape == (2, 8, VOCAB.size)
-    assert bert.nsp_logits(out.hidden).shape == (2, 2)
+    hidden, maps = bert(x, s, return_attention=True)
+    assert isinstance(maps, AttentionMaps) and maps.kinds() == ["encoder"]
+    assert hidden.shape == (2, 8, 32) and len(maps.encoder) == 2 and maps.encoder[0].shape == (2, 4, 8, 8)
+    assert bert.mlm_logits(hidden).shape == (2, 8, VOCAB.size)
+    assert bert.nsp_logits(hidden).shape == (2, 2)
     assert BertClassifier(bert, 3)(x, s).shape == (2, 3)
     assert not any(p is bert.token_embed.weight for n, p in bert.named_parameters() if n.startswith("mlm"))
     assert bert.num_parameters() == sum(p.numel() for p in bert.parameters())
@@ -121,22 +125,22 @@ def test_bert_is_bidirectional_and_ignores_padding():
     x = torch.tensor([[VOCAB.cls_id, 5, 6, 7, 8, VOCAB.sep_id, 0, 0]])
     y = x.clone()
     y[0, 4] = 9                                                     # change a later token
-    h1, h2 = bert(x).hidden, bert(y).hidden
+    h1, h2 = bert(x), bert(y)
     assert not torch.allclose(h1[0, 1], h2[0, 1])                   # an earlier position changes: bidirectional
-    w = bert(x, need_weights=True).weights
+    w = bert(x, return_attention=True)[1].encoder
     for layer_w in w:
         assert torch.all(layer_w[..., 6:] == 0)                     # padding keys get weight exactly 0
         torch.testing.assert_close(layer_w.sum(-1), torch.ones(1, 4, 8))
     z = x.clone()
     z[0, 6:] = 0
     longer = torch.cat([x, torch.zeros(1, 3, dtype=torch.long)], 1)  # more padding changes nothing real
-    torch.testing.assert_close(bert(longer).hidden[0, :6], h1[0, :6])
+    torch.testing.assert_close(bert(longer)[0, :6], h1[0, :6])
 
 
 def test_bert_fused_and_explicit_attention_agree():
     bert = tiny_bert()
     x = torch.tensor([[VOCAB.cls_id, 5, 6, 7, VOCAB.sep_id, 0]])
-    torch.testing.assert_close(bert(x).hidden, bert(x, need_weights=True).hidden)
+    torch.testing.assert_close(bert(x), bert(x, return_attention=True)[0])
 
 
 def test_bert_errors():
@@ -160,7 +164,9 @@ def test_bert_errors():
 def test_gpt_shapes_loss_and_causality():
     gpt = tiny_gpt()
     x = torch.randint(4, V, (3, 10))
-    logits, w = gpt(x, need_weights=True)
+    logits, maps = gpt(x, return_attention=True)
+    assert maps.kinds() == ["decoder"]
+    w = maps.decoder
     assert logits.shape == (3, 10, V) and w[0].shape == (3, 4, 10, 10)
     assert torch.all(w[0].triu(1) == 0)
     y = x.clone()
@@ -255,22 +261,35 @@ def test_gpt_errors():
 
 # --- training helper ---------------------------------------------------------------------------------------
 
-def test_train_lm_learns_and_is_deterministic():
+def test_the_one_training_loop_trains_gpt_deterministically():
     seqs = gpt_sequences([[4 + (i % 5), 5 + (i % 5), 6 + (i % 5)] for i in range(64)], 12)
 
     def run():
         gpt = tiny_gpt()
+
         def loss_fn(m, b):
             x = pad_batch(b)
             return lm_loss(m(x), x)
+
         val = pad_batch(seqs)
-        return train_lm(gpt, seqs, loss_fn, LMTrainConfig(max_steps=20, batch_size=16, warmup=5, eval_every=10, peak_lr=3e-3),
-                        lambda m: lm_loss(m(val), val).item(), progress=False)
+        config = TrainConfig(max_steps=20, warmup=5, eval_every_steps=10, peak_lr=3e-3)
+        return train(gpt, sentence_batches(seqs, 16), config, loss_fn=loss_fn,
+                     evaluate=lambda m: lm_loss(m(val), val).item(), progress=False, log=lambda _: None)
 
     h1, h2 = run(), run()
-    assert [e["val_loss"] for e in h1.entries] == [e["val_loss"] for e in h2.entries]
-    assert h1.steps == 20 and len(h1.entries) == 2
-    assert h1.entries[-1]["val_loss"] < h1.entries[0]["val_loss"] < 4.0   # ln 50 = 3.9 at the start
+    assert [e["val_loss"] for e in h1.history] == [e["val_loss"] for e in h2.history]
+    assert h1.steps == 20 and [e["step"] for e in h1.history] == [10, 20]
+    assert h1.history[-1]["val_loss"] < h1.history[0]["val_loss"] < 4.0   # ln 50 = 3.9 at the start
+    assert h1.curve("val_loss")[0] == [10, 20]
     assert unigram_counts([[4, 4, 5]], 6).tolist() == [0, 0, 0, 0, 2, 1]
-    with pytest.raises(ValueError):
-        LMTrainConfig(max_steps=0)
+
+
+def test_sentence_batches_reshuffle_every_epoch_and_drop_the_last_incomplete_batch():
+    batches = sentence_batches(list(range(10)), 3, seed=1)
+    e0, e1 = batches(0), batches(1)
+    assert len(e0) == 3 and all(len(b) == 3 for b in e0) and e0 != e1 and e0 == batches(0)
+    assert len({i for b in e0 for i in b}) == 9
+    with pytest.raises(ValueError, match="batch_size"):
+        sentence_batches([1, 2], 3)
+    with pytest.raises(ValueError, match="batch_size"):
+        sentence_batches([1, 2], 0)

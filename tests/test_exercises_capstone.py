@@ -17,7 +17,7 @@ from lib.exercises import EXERCISES, check, list_exercises
 from lib.exercises.capstone import _BP_CASES, _BP_REFERENCES
 from lib.metrics import corpus_bleu
 from lib.special_tokens import BOS_ID, EOS_ID, PAD_ID
-from lib.train import label_smoothed_cross_entropy
+from lib.training import label_smoothed_cross_entropy
 
 # --- answers, correct and wrong ---------------------------------------------------------------------------
 
@@ -69,10 +69,10 @@ def smoothed_pad_nan(logits, target, epsilon):
 
 @torch.no_grad()
 def greedy_correct(model, src, max_len):
-    memory, src_mask, _ = model.encode(src)
+    memory, src_mask = model.encode(src)
     ys = [BOS_ID]
     for _ in range(max_len):
-        logits, _, _ = model.decode(torch.tensor([ys]), memory, src_mask)
+        logits = model.decode(torch.tensor([ys]), memory, src_mask)
         token = int(logits[0, -1].argmax())
         if token == EOS_ID:
             break
@@ -82,10 +82,10 @@ def greedy_correct(model, src, max_len):
 
 @torch.no_grad()
 def _greedy(model, src, max_len, keep_bos=False, keep_eos=False, stop=True, use_max_len=True):
-    memory, src_mask, _ = model.encode(src)
+    memory, src_mask = model.encode(src)
     ys = [BOS_ID]
     for _ in range(max_len if use_max_len else 40):
-        logits, _, _ = model.decode(torch.tensor([ys]), memory, src_mask)
+        logits = model.decode(torch.tensor([ys]), memory, src_mask)
         token = int(logits[0, -1].argmax())
         if token == EOS_ID and stop:
             if keep_eos:
@@ -113,10 +113,10 @@ def greedy_ignores_max_len(model, src, max_len):
 
 @torch.no_grad()
 def _greedy_loop(model, src, max_len, last_only=False, first_row=False):
-    memory, src_mask, _ = model.encode(src)
+    memory, src_mask = model.encode(src)
     ys = [BOS_ID]
     for _ in range(max_len):
-        logits, _, _ = model.decode(torch.tensor([ys[-1:] if last_only else ys]), memory, src_mask)
+        logits = model.decode(torch.tensor([ys[-1:] if last_only else ys]), memory, src_mask)
         token = int(logits[0, 0 if first_row else -1].argmax())
         if token == EOS_ID:
             break

@@ -106,7 +106,7 @@ def test_the_summary_exercise_accepts_the_grus_final_state(capsys):
     torch.manual_seed(0)
     model = Seq2Seq(Seq2SeqConfig(30, d_embed=12, d_hidden=16, attention=None, dropout=0.0)).eval()
     src = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0]])
-    memory, mask, _ = model.encode(src)
+    memory, mask = model.encode(src)
     _, last = model.encoder(model.src_embed(src), mask.sum(-1))
     torch.testing.assert_close(summary_correct(memory, mask), last)
     assert check("bottleneck_summary", summary_correct)

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from lib.attention import causal_mask
 from lib.exercises import check, list_exercises
-from lib.train import TrainConfig, noam_lr
+from lib.training import TrainConfig, noam_lr
 from lib.transformer import Transformer, TransformerConfig
 
 

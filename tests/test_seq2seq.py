@@ -1,4 +1,4 @@
-"""lib.seq2seq: the fixed-vector and attention GRU encoder–decoders, their scores, and the synthetic task."""
+"""lib.seq2seq: the fixed-vector and attention GRU encoder–decoders and their scores."""
 
 import math
 
@@ -8,15 +8,13 @@ import torch
 from torch import nn
 
 from lib.checkpoint import load_run, save_run
-from lib.data import make_batches
 from lib.decode import beam_search, greedy_decode
+from lib.interfaces import AttentionMaps, EncoderDecoder
 from lib.metrics import bleu_by_length
 from lib.seq2seq import (
-    SCORES, AdditiveScore, DotScore, GeneralScore, ScaledDotScore, Seq2Seq, Seq2SeqConfig, accuracy_by_length,
-    attend, make_score, reversal_experiment, sequence_task,
+    SCORES, AdditiveScore, DotScore, GeneralScore, ScaledDotScore, Seq2Seq, Seq2SeqConfig, attend, make_score,
 )
 from lib.special_tokens import BOS_ID, EOS_ID, PAD_ID
-from lib.train import TrainConfig, train
 
 VOCAB = 30
 ALL = (None, *SCORES)
@@ -39,21 +37,24 @@ def padded_batch():
 def test_shapes(attention):
     model = small(attention)
     src, tgt = padded_batch()
-    logits, weights = model(src, tgt, return_attention=True)
-    assert logits.shape == (2, 4, VOCAB)
+    logits, maps = model(src, tgt, return_attention=True)
+    assert logits.shape == (2, 4, VOCAB) and isinstance(maps, AttentionMaps)
+    assert maps.encoder == [] and maps.decoder == []
     if attention is None:
-        assert weights is None
+        assert maps.cross == [] and maps.kinds() == []
     else:
-        assert weights.shape == (2, 4, 5)
-    memory, mask, extra = model.encode(src)
-    assert memory.shape == (2, 5, 16) and mask.shape == (2, 5) and extra == []
+        assert len(maps.cross) == 1 and maps.cross[0].shape == (2, 1, 4, 5)  # one "layer", one head
+    memory, mask = model.encode(src)
+    assert memory.shape == (2, 5, 16) and mask.shape == (2, 5)
+    assert isinstance(model, EncoderDecoder)
 
 
 @pytest.mark.parametrize("attention", SCORES)
 def test_weights_sum_to_one_and_padding_gets_zero(attention):
     model = small(attention)
     src, tgt = padded_batch()
-    _, weights = model(src, tgt, return_attention=True)
+    _, maps = model(src, tgt, return_attention=True)
+    weights = maps.cross[0][:, 0]
     torch.testing.assert_close(weights.sum(-1), torch.ones(2, 4))
     assert torch.all(weights[1, :, 3:] == 0)  # the padded source positions of sentence 2
     assert torch.all(weights[1, :, :3] > 0)
@@ -67,14 +68,14 @@ def test_padding_does_not_change_a_sentence(attention):
     both = model(src, tgt)
     alone = model(src[1:, :3], tgt[1:, :2])
     torch.testing.assert_close(both[1, :2], alone[0], atol=1e-6, rtol=1e-5)
-    memory, mask, _ = model.encode(src)
+    memory, mask = model.encode(src)
     assert torch.all(memory[1, 3:] == 0)
 
 
 def test_summary_is_the_grus_final_state():
     model = small(None)
     src, _ = padded_batch()
-    memory, mask, _ = model.encode(src)
+    memory, mask = model.encode(src)
     _, last = model.encoder(model.src_embed(src), mask.sum(-1))
     torch.testing.assert_close(Seq2Seq.summary(memory, mask), last)
 
@@ -153,13 +154,11 @@ def test_bad_input_errors():
 def test_stepwise_decoding_equals_the_teacher_forced_pass(attention):
     model = small(attention)
     src, tgt = padded_batch()
-    full, weights = model(src, tgt, return_attention=True)
-    memory, mask, _ = model.encode(src)
+    full = model(src, tgt)
+    memory, mask = model.encode(src)
     cache = model.new_cache()
-    steps = [model.decode(tgt[:, t:t + 1], memory, mask, cache, offset=t, need_weights=True) for t in range(4)]
-    torch.testing.assert_close(torch.cat([s[0] for s in steps], 1), full, atol=1e-6, rtol=1e-5)
-    if attention is not None:
-        torch.testing.assert_close(torch.cat([s[1] for s in steps], 1), weights, atol=1e-6, rtol=1e-5)
+    steps = [model.decode(tgt[:, t:t + 1], memory, mask, cache, offset=t) for t in range(4)]
+    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-6, rtol=1e-5)
 
 
 @pytest.mark.parametrize("attention", ALL)
@@ -198,44 +197,6 @@ def test_tied_embeddings_and_save_load_round_trip(tmp_path):
     torch.testing.assert_close(run.model(src, tgt), model(src, tgt))
 
 
-def test_sequence_task():
-    pairs = sequence_task(200, 3, 7, num_symbols=5, kind="reverse", seed=3)
-    assert len(pairs) == 200 and pairs == sequence_task(200, 3, 7, num_symbols=5, kind="reverse", seed=3)
-    assert all(t == s[::-1] and 3 <= len(s) <= 7 and all(4 <= i < 9 for i in s) for s, t in pairs)
-    assert {len(s) for s, _ in pairs} == set(range(3, 8))
-    assert all(t == s for s, t in sequence_task(20, 2, 4, kind="copy"))
-    for kw, match in [({"min_len": 0}, "min_len"), ({"max_len": 1}, "max_len"), ({"num_symbols": 1}, "num_symbols"),
-                      ({"kind": "sort"}, "kind")]:
-        args = {"n": 5, "min_len": 2, "max_len": 4, **kw}
-        with pytest.raises(ValueError, match=match):
-            sequence_task(**args)
-
-
-def test_attention_learns_to_reverse_short_sequences():
-    # 150 steps of the book's own training loop: the attention model reverses lengths 3–6 almost perfectly
-    torch.manual_seed(0)
-    model = Seq2Seq(Seq2SeqConfig(16, d_embed=32, d_hidden=64, attention="additive", dropout=0.0, max_len=20))
-    pairs = sequence_task(3000, 3, 6, num_symbols=8, seed=0)
-    val = make_batches(sequence_task(50, 3, 6, num_symbols=8, seed=1), 2000, PAD_ID, BOS_ID, EOS_ID)
-    config = TrainConfig(max_tokens=600, peak_lr=3e-3, warmup=50, label_smoothing=0.0, max_steps=150,
-                         eval_every_minutes=10)
-    train(model, pairs, val, config, progress=False, log=lambda *_: None)
-    acc = accuracy_by_length(model, sequence_task(300, 3, 6, num_symbols=8, seed=2))
-    assert acc.lengths == list(range(3, 7)) and sum(acc.count) == 300
-    assert min(acc.token) > 0.9, acc
-
-
-def test_accuracy_by_length_counts_missing_tokens_as_wrong(monkeypatch):
-    import lib.decode
-
-    # a stand-in decoder whose output is always [4, 5]: right for ([4, 5] -> [4, 5]), half right for
-    # the 4-token target (2 of max(2, 4) positions), wrong for ([9, 9] -> [5, 4])
-    monkeypatch.setattr(lib.decode, "greedy_decode", lambda model, src, max_len=None: [[4, 5]] * src.size(0))
-    acc = accuracy_by_length(nn.Identity(), [([4, 5], [4, 5]), ([4, 5, 6, 7], [4, 5, 6, 7]), ([9, 9], [5, 4])])
-    assert acc.lengths == [2, 4] and acc.count == [2, 1]
-    assert acc.token == [0.5, 0.5] and acc.sequence == [0.5, 0.0]
-
-
 def test_bleu_by_length():
     refs = ["a dog runs", "two men sit on a bench", "a cat", "the big red bus drives down the street"]
     hyps = ["a dog runs", "two men sit on a bench", "the cat", "a bus"]
@@ -268,16 +229,3 @@ def test_train_command_line_trains_a_recurrent_model(multi30k_dir, tmp_path):
     run = load_run(out)
     assert isinstance(run.model, Seq2Seq) and run.config.attention is None and run.config.d_hidden == 16
     assert len(translate(run.model, run.tokenizer, ["Ein Mann."])) == 1
-
-
-def test_reversal_experiment_trains_once_then_loads_from_the_cache(tmp_path):
-    kw = dict(steps=3, min_len=2, max_len=4, num_symbols=5, d_embed=8, d_hidden=8, cache_dir=tmp_path)
-    first = reversal_experiment("dot", **kw)
-    assert not first.cached and first.steps == 3 and first.accuracy.lengths == [2, 3, 4]
-    again = reversal_experiment("dot", **kw)
-    assert again.cached and again.accuracy == first.accuracy and again.history == first.history
-    src, tgt = padded_batch()
-    src = src.clamp(max=8)
-    torch.testing.assert_close(again.model(src, tgt.clamp(max=8)), first.model(src, tgt.clamp(max=8)))
-    assert len(list(tmp_path.glob("reversal-dot-*.pt"))) == 1
-    assert not reversal_experiment(None, **kw).cached  # other arguments, other file

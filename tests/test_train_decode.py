@@ -12,7 +12,7 @@ from lib.decode import beam_search, greedy_decode
 from lib.metrics import corpus_bleu
 from lib.bpe import train_bpe
 from lib.special_tokens import BOS_ID, EOS_ID, PAD_ID
-from lib.train import TrainConfig, evaluate_loss, label_smoothed_cross_entropy, noam_lr, train
+from lib.training import TrainConfig, evaluate_loss, label_smoothed_cross_entropy, noam_lr, train, translation_batches
 from lib.translate import translate
 from lib.transformer import Transformer, TransformerConfig
 
@@ -148,7 +148,8 @@ def test_train_save_load_translate_end_to_end(small_real_data, tmp_path):
     model = Transformer(TransformerConfig.tiny(tok.get_vocab_size(), max_len=128))
     before = evaluate_loss(model, val)
     cfg = TrainConfig(max_steps=40, max_tokens=1500, warmup=10, peak_lr=3e-3, eval_every_minutes=100, amp=False)
-    result = train(model, examples, val, cfg, progress=False, log=lambda s: None)
+    result = train(model, translation_batches(examples, cfg.max_tokens), cfg, evaluate=lambda m: evaluate_loss(m, val),
+                   progress=False, log=lambda s: None)
     after = evaluate_loss(model, val)
     assert result.steps == 40 and result.stopped_by == "max_steps"
     assert after < before - 1.0, (before, after)
@@ -164,16 +165,63 @@ def test_train_save_load_translate_end_to_end(small_real_data, tmp_path):
     assert len(translate(run.model, run.tokenizer, sentences, beam_size=3)) == 5
 
 
-def test_resume_continues_where_it_stopped(small_real_data, tmp_path):
+def _run(model, examples, val, cfg, **kw):
+    return train(model, translation_batches(examples, cfg.max_tokens, cfg.seed), cfg,
+                 evaluate=lambda m: evaluate_loss(m, val), progress=False, log=lambda s: None, **kw)
+
+
+def test_resume_continues_exactly_where_it_stopped(small_real_data, tmp_path):
+    # 6 steps, stop, resume to 10: the same history and bit-identical weights as 10 steps in one go. The batches
+    # of an epoch are 18 here, so the resumed run must start inside the epoch, at batch 7.
+    tok, examples, val = small_real_data
+    kw = dict(max_tokens=1000, warmup=4, eval_every_steps=3, amp=False)
+    assert len(translation_batches(examples, 1000)(0)) > 10
+    torch.manual_seed(0)
+    straight = Transformer(TransformerConfig.tiny(tok.get_vocab_size(), max_len=128, dropout=0.1))
+    full = _run(straight, examples, val, TrainConfig(max_steps=10, **kw))
+
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig.tiny(tok.get_vocab_size(), max_len=128, dropout=0.1))
+    _run(model, examples, val, TrainConfig(max_steps=6, **kw), out_dir=tmp_path)
+    torch.manual_seed(123)  # whatever happens in between must not matter
+    model = Transformer(TransformerConfig.tiny(tok.get_vocab_size(), max_len=128, dropout=0.1))
+    resumed = _run(model, examples, val, TrainConfig(max_steps=10, **kw), out_dir=tmp_path, resume=True)
+    assert resumed.steps == 10 and [h["step"] for h in resumed.history] == [3, 6, 9, 10]
+    for a, b in zip(full.history, resumed.history):
+        assert (a["step"], a["train_loss"], a["val_loss"]) == (b["step"], b["train_loss"], b["val_loss"])
+    for (name, p), q in zip(straight.state_dict().items(), model.state_dict().values()):
+        assert torch.equal(p, q), name
+
+
+def test_checkpoint_is_written_atomically_and_loads_without_pickle(small_real_data, tmp_path):
     tok, examples, val = small_real_data
     torch.manual_seed(0)
     model = Transformer(TransformerConfig.tiny(tok.get_vocab_size(), max_len=128))
-    cfg = TrainConfig(max_steps=6, max_tokens=1000, warmup=4, eval_every_minutes=100, amp=False)
-    train(model, examples, val, cfg, out_dir=tmp_path, progress=False, log=lambda s: None)
-    cfg2 = TrainConfig(max_steps=10, max_tokens=1000, warmup=4, eval_every_minutes=100, amp=False)
-    result = train(model, examples, val, cfg2, out_dir=tmp_path, resume=True, progress=False, log=lambda s: None)
-    assert result.steps == 10
-    assert [h["step"] for h in result.history] == [6, 10]
+    _run(model, examples, val, TrainConfig(max_steps=2, max_tokens=1000, warmup=4, amp=False), out_dir=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.pt"]  # no temporary file left behind
+    state = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    assert state["result"]["steps"] == 2 and (tmp_path / "checkpoint.pt").stat().st_mode & 0o777 == 0o644
+
+
+def test_train_rejects_an_empty_epoch_and_a_model_without_d_model():
+    model = Transformer(TransformerConfig.tiny(50))
+    with pytest.raises(ValueError, match="no batches"):
+        train(model, lambda epoch: [], TrainConfig(max_steps=1), progress=False)
+    with pytest.raises(ValueError, match="d_model"):
+        train(torch.nn.Linear(2, 2), lambda epoch: [], TrainConfig(max_steps=1), progress=False)
+    with pytest.raises(ValueError, match="out_dir"):
+        train(model, lambda epoch: [], TrainConfig(max_steps=1), resume=True, progress=False)
+
+
+@pytest.mark.parametrize("bad", [
+    dict(clip_norm=-1.0), dict(peak_lr=float("nan")), dict(peak_lr=0.0), dict(eval_every_steps=0),
+    dict(eval_every_minutes=0.0), dict(label_smoothing=1.0), dict(minutes=float("nan")), dict(max_tokens=0),
+    dict(betas=(0.9, 1.5)), dict(snapshot_minutes=(-1.0,)),
+])
+def test_train_config_rejects_bad_values(bad):
+    name = next(iter(bad))
+    with pytest.raises(ValueError, match=name):
+        TrainConfig(max_steps=5, **bad)
 
 
 def test_half_precision_save_is_smaller_and_close(small_real_data, tmp_path):

@@ -153,14 +153,14 @@ def test_incremental_decoding_with_cache_equals_full_pass():
     src = torch.randint(4, 50, (3, 8))
     tgt = torch.randint(4, 50, (3, 6))
     full = model(src, tgt)
-    memory, mask, _ = model.encode(src)
+    memory, mask = model.encode(src)
     cache = model.new_cache()
-    steps = [model.decode(tgt[:, t:t + 1], memory, mask, cache, offset=t)[0] for t in range(6)]
+    steps = [model.decode(tgt[:, t:t + 1], memory, mask, cache, offset=t) for t in range(6)]
     torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-4)
     # a prefill of several tokens with a cache also agrees
     cache = model.new_cache()
-    a = model.decode(tgt[:, :4], memory, mask, cache, offset=0)[0]
-    b = model.decode(tgt[:, 4:], memory, mask, cache, offset=4)[0]
+    a = model.decode(tgt[:, :4], memory, mask, cache, offset=0)
+    b = model.decode(tgt[:, 4:], memory, mask, cache, offset=4)
     torch.testing.assert_close(torch.cat([a, b], 1), full, atol=1e-5, rtol=1e-4)
 
 
@@ -191,6 +191,7 @@ def test_config_errors():
         TransformerConfig(100, 200)
     with pytest.raises(ValueError, match="unknown preset"):
         TransformerConfig.preset("huge", 100)
+    assert TransformerConfig.preset("tiny", 100) == TransformerConfig.tiny(100)
     model = _model()
     with pytest.raises(ValueError, match="outside"):
         model(torch.tensor([[1, 99]]), torch.tensor([[1]]))

@@ -12,7 +12,10 @@ import numpy as np
 import torch
 
 from ..seq2seq import AdditiveScore, attend
-from . import _as_array, _as_number, _call, _diagnose, _fmt, _require_callable, exercise
+from .core import _as_array, _as_number, _call, _diagnose, _fmt, _require_callable, exercise
+
+# This module only registers checkers (with @exercise, on import): it has no public names.
+__all__: list[str] = []
 
 _CHAPTER = "bahdanau_attention"
 

@@ -10,7 +10,10 @@ import torch
 
 from ..bert import BertVocab, pack_pair
 from ..gpt import GPT, GPTConfig
-from . import _as_array, _as_number, _call, _diagnose, _fmt, _require_callable, exercise
+from .core import _as_array, _as_number, _call, _diagnose, _fmt, _require_callable, exercise
+
+# This module only registers checkers (with @exercise, on import): it has no public names.
+__all__: list[str] = []
 
 _CHAPTER = "bert_gpt"
 

@@ -1,6 +1,6 @@
 """Checkers of the capstone chapter (registered in :data:`lib.exercises.EXERCISES` on import).
 
-The expected values come from the library the chapter uses: :func:`lib.train.label_smoothed_cross_entropy`,
+The expected values come from the library the chapter uses: :func:`lib.training.label_smoothed_cross_entropy`,
 :func:`lib.decode.greedy_decode` with the shipped model (``models/de-en``, loaded once), :func:`lib.decode.length_penalty`
 and sacreBLEU's brevity penalty through :func:`lib.metrics.corpus_bleu`. None needs the Multi30k files.
 """
@@ -18,8 +18,11 @@ import torch
 from ..decode import greedy_decode, length_penalty
 from ..metrics import corpus_bleu
 from ..special_tokens import BOS_ID, EOS_ID, PAD_ID
-from ..train import label_smoothed_cross_entropy
-from . import _AnswerRaised, _as_number, _call, _require_callable, exercise
+from ..training import label_smoothed_cross_entropy
+from .core import _AnswerRaised, _as_number, _call, _require_callable, exercise
+
+# This module only registers checkers (with @exercise, on import): it has no public names.
+__all__: list[str] = []
 
 _CHAPTER = "capstone"
 
@@ -75,7 +78,7 @@ def _smoothing_variants(logits: torch.Tensor, target: torch.Tensor, eps: float) 
 @exercise("cap_label_smoothing", chapter=_CHAPTER,
           summary="smoothed_loss(logits, target, epsilon): label-smoothed cross-entropy, padding (id 0) skipped")
 def _check_label_smoothing(answer: Any) -> str | None:
-    """``answer(logits, target, ε)`` must equal ``lib.train.label_smoothed_cross_entropy`` (padding id 0 ignored)."""
+    """``answer(logits, target, ε)`` must equal ``lib.training.label_smoothed_cross_entropy`` (padding id 0 ignored)."""
     _require_callable(answer, "smoothed_loss(logits, target, epsilon)")
     for logits, target, eps in _smoothing_inputs():
         expected = float(label_smoothed_cross_entropy(logits, target, eps))
@@ -145,11 +148,11 @@ def _greedy_case(sentence: str, max_len: int) -> tuple[torch.Tensor, tuple[int, 
 @torch.no_grad()
 def _greedy_variant(model, src: torch.Tensor, max_len: int, last_only: bool, first_row: bool) -> list[int]:
     """Greedy decoding with one of two typical loop mistakes (no cache, no full prefix; the wrong logits row)."""
-    memory, src_mask, _ = model.encode(src)
+    memory, src_mask = model.encode(src)
     ys = [BOS_ID]
     for _ in range(max_len):
         tgt = torch.tensor([ys[-1:] if last_only else ys])
-        logits, _, _ = model.decode(tgt, memory, src_mask)
+        logits = model.decode(tgt, memory, src_mask)
         token = int(logits[0, 0 if first_row else -1].argmax())
         if token == EOS_ID:
             break

@@ -10,7 +10,10 @@ import torch
 
 from ..cost import peak_tensor_bytes
 from ..efficient import linear_attention_quadratic, performer_features, random_projection, sliding_window_mask
-from . import _as_array, _as_number, _call, _diagnose, _fmt, _require_callable, exercise
+from .core import _as_array, _as_number, _call, _diagnose, _fmt, _require_callable, exercise
+
+# This module only registers checkers (with @exercise, on import): it has no public names.
+__all__: list[str] = []
 
 _CHAPTER = "efficient_attention"
 

@@ -12,7 +12,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import _AnswerRaised, _as_array, _call, _diagnose, _fmt, _require_callable, exercise
+from .core import _AnswerRaised, _as_array, _call, _diagnose, _fmt, _require_callable, exercise
+
+# This module only registers checkers (with @exercise, on import): it has no public names.
+__all__: list[str] = []
 
 _CHAPTER = "preliminaries"
 

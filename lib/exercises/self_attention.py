@@ -9,7 +9,10 @@ import numpy as np
 import torch
 
 from ..attention import causal_mask, scaled_dot_product_attention
-from . import _as_array, _as_number, _call, _diagnose, _fmt, _require_callable, exercise
+from .core import _as_array, _as_number, _call, _diagnose, _fmt, _require_callable, exercise
+
+# This module only registers checkers (with @exercise, on import): it has no public names.
+__all__: list[str] = []
 
 _CHAPTER = "self_attention"
 

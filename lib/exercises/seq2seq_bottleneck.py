@@ -14,7 +14,10 @@ import numpy as np
 import torch
 
 from ..seq2seq import Seq2Seq
-from . import _as_array, _as_number, _call, _fmt, _require_callable, exercise
+from .core import _as_array, _as_number, _call, _fmt, _require_callable, exercise
+
+# This module only registers checkers (with @exercise, on import): it has no public names.
+__all__: list[str] = []
 
 _CHAPTER = "seq2seq_bottleneck"
 

@@ -10,9 +10,12 @@ import torch
 import torch.nn.functional as F
 
 from ..attention import causal_mask
-from ..train import noam_lr
+from ..training import noam_lr
 from ..transformer import Transformer, TransformerConfig
-from . import _as_array, _as_number, _call, _diagnose, _fmt, _require_callable, exercise
+from .core import _as_array, _as_number, _call, _diagnose, _fmt, _require_callable, exercise
+
+# This module only registers checkers (with @exercise, on import): it has no public names.
+__all__: list[str] = []
 
 # --------------------------------------------------------------------------------------------
 # Chapter: transformer

@@ -1,0 +1,154 @@
+"""What the rest of ``lib`` needs from a model: the attention-maps container and the encoder–decoder protocol.
+
+Every model in the book returns its attention weights in one container, :class:`AttentionMaps`, when asked
+with the one keyword ``return_attention=True``:
+
+=====================  =============  ==============  ==============
+model                  ``encoder``    ``decoder``     ``cross``
+=====================  =============  ==============  ==============
+Transformer            every layer    every layer     every layer
+Seq2Seq (attention)    –              –               one "layer", one head
+Seq2Seq (fixed)        –              –               –
+GPT (decoder-only)     –              every layer     –
+BERT (encoder-only)    every layer    –               –
+=====================  =============  ==============  ==============
+
+Decoding (``lib.decode``), translation (``lib.translate``) and run folders (``lib.checkpoint``) work with
+any model that has the methods of :class:`EncoderDecoder`: the Transformer and both recurrent models do.
+
+This module imports only torch: models import it, and so does everything above them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from torch import Tensor, nn
+
+__all__ = ["AttentionMaps", "DecoderCache", "ModelConfig", "EncoderDecoder"]
+
+
+@dataclass
+class AttentionMaps:
+    """The attention weights a model computed, one ``(batch, heads, seq_q, seq_k)`` tensor per layer.
+
+    Every row (one query) is non-negative and sums to 1 over the keys it may attend to (0 on masked keys).
+
+    Attributes:
+        encoder: encoder self-attention, one ``(batch, heads, seq_s, seq_s)`` per layer (BERT's layers here).
+        decoder: decoder (causal) self-attention, one ``(batch, heads, seq_t, seq_t)`` per layer (GPT's here).
+        cross: decoder-to-encoder attention, one ``(batch, heads, seq_t, seq_s)`` per layer; a recurrent
+            model with attention has one entry with one head (Bahdanau et al. 2015's α_ij).
+    """
+
+    encoder: list[Tensor] = field(default_factory=list)
+    decoder: list[Tensor] = field(default_factory=list)
+    cross: list[Tensor] = field(default_factory=list)
+
+    def kinds(self) -> list[str]:
+        """The names of the non-empty fields, in the order encoder, decoder, cross.
+
+        Returns:
+            e.g. ``["encoder", "decoder", "cross"]`` for a Transformer, ``["cross"]`` for Bahdanau's model.
+        """
+        return [name for name in ("encoder", "decoder", "cross") if getattr(self, name)]
+
+    def select(self, index: int | slice) -> AttentionMaps:
+        """The same maps for some sentences of the batch only (e.g. ``maps.select(0)`` keeps a batch of one).
+
+        Args:
+            index: a batch index or slice; an int keeps the batch dimension (size 1).
+
+        Returns:
+            A new :class:`AttentionMaps` whose tensors are views of these.
+        """
+        pick = slice(index, index + 1) if isinstance(index, int) else index
+        return AttentionMaps(*([w[pick] for w in getattr(self, name)] for name in ("encoder", "decoder", "cross")))
+
+
+@runtime_checkable
+class DecoderCache(Protocol):
+    """What one decoder layer keeps between decoding steps (``lib.transformer.LayerCache``,
+    ``lib.seq2seq.DecoderState``)."""
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep the batch rows ``index`` (beam search follows its surviving hypotheses).
+
+        Args:
+            index: ``(new_batch,)`` long tensor of rows to keep, in their new order.
+        """
+
+
+class ModelConfig(Protocol):
+    """The fields of a model's config that decoding, training and run folders read."""
+
+    max_len: int
+    d_model: int
+    share_embeddings: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as a JSON-ready dict.
+
+        Returns:
+            ``{field: value}``.
+        """
+
+
+@runtime_checkable
+class EncoderDecoder(Protocol):
+    """A sequence-to-sequence model that ``lib.decode``, ``lib.translate`` and ``lib.checkpoint`` can drive.
+
+    ``lib.transformer.Transformer`` and ``lib.seq2seq.Seq2Seq`` implement it: both encode the source once and
+    then compute next-token logits for target prefixes, optionally one step at a time with a cache.
+    """
+
+    config: Any
+
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
+        """Read the source once.
+
+        Args:
+            src: right-padded source ids ``(batch, seq_s)``.
+
+        Returns:
+            ``(memory, src_mask)``: the encoder states ``(batch, seq_s, d)`` and a bool mask of the real
+            source tokens (``True`` = may attend), in the shape the model's :meth:`decode` expects.
+        """
+
+    def decode(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        src_mask: Tensor,
+        cache: list[Any] | None = None,
+        offset: int = 0,
+    ) -> Tensor:
+        """Next-token logits for target ids, teacher-forced or step by step with a cache.
+
+        Args:
+            tgt: target ids ``(batch, seq_t)``; with a ``cache``, only the positions from ``offset`` on.
+            memory: from :meth:`encode`.
+            src_mask: from :meth:`encode`.
+            cache: from :meth:`new_cache`, extended in place; None = no cache.
+            offset: position of ``tgt[:, 0]`` in the target.
+
+        Returns:
+            logits ``(batch, seq_t, vocab)``.
+        """
+
+    def new_cache(self) -> list[DecoderCache]:
+        """An empty cache for step-by-step decoding.
+
+        Returns:
+            One :class:`DecoderCache` per decoder layer.
+        """
+
+    def __call__(self, src: Tensor, tgt: Tensor) -> Tensor:
+        """Teacher-forced forward pass: logits ``(batch, seq_t, vocab)`` for ``src`` and ``tgt``."""
+
+    def parameters(self, recurse: bool = True) -> Any:
+        """The model's parameters (``torch.nn.Module.parameters``)."""
+
+    def eval(self) -> nn.Module:
+        """Evaluation mode (``torch.nn.Module.eval``)."""
