@@ -1,7 +1,9 @@
 # Build and test the book.  The two commands a reader needs:
 #   make book   set up .venv (first time only), build the website into _build/html
-#   make test   set up .venv (first time only), run the unit tests and re-run every chapter notebook (nbval)
+#   make test   set up .venv (first time only), lint (ruff, import contracts), run the unit tests and re-run
+#               every chapter notebook (nbval)
 # Others:
+#   make lint           ruff check, ruff format --check, and the import-linter contracts of lib/'s layers
 #   make test-browser   open every page of the built site in headless Chromium, offline (after `make book`);
 #                       screenshots go to _build/screenshots/
 #   make student        write the student edition (solutions removed) into student/
@@ -51,7 +53,7 @@ DETERMINISTIC_ENV := PYTHONHASHSEED=0 CUBLAS_WORKSPACE_CONFIG=:4096:8 JUPYTER_PR
 
 NOTEBOOKS = $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: book execute test env clean cjk-font vendor browser-deps test-browser student test-student
+.PHONY: book execute test lint env clean cjk-font vendor browser-deps test-browser student test-student
 
 env: $(STAMP)
 
@@ -126,10 +128,20 @@ execute: $(STAMP)
 	  echo "$$nb: $$((SECONDS - start)) s"; \
 	done
 
-# Both steps always run; the target fails if either fails.
+# The code's own checks: lint and format (ruff, configured in pyproject.toml; notebooks excluded) and the
+# import contracts that keep lib/ in layers (import-linter, [tool.importlinter] in pyproject.toml).
+lint: $(STAMP)
+	@status=0; \
+	echo "== ruff check =="; $(BIN)/ruff check . || status=1; \
+	echo "== ruff format --check =="; $(BIN)/ruff format --check . || status=1; \
+	echo "== import contracts: lint-imports =="; $(BIN)/lint-imports --no-cache || status=1; \
+	exit $$status
+
+# All three steps always run; the target fails if any fails.
 # pytest exits 5 when it collects nothing: for chapters/ that only means there are no notebooks yet.
 test: $(STAMP)
 	@status=0; \
+	$(MAKE) --no-print-directory lint || status=1; \
 	echo "== unit tests: pytest tests =="; \
 	$(BIN)/python -m pytest tests --ignore=tests/browser || status=1; \
 	if [ -n "$(NOTEBOOKS)" ]; then \

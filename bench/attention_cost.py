@@ -57,16 +57,20 @@ def print_report(report: dict) -> None:
     """The machine, the settings and one table row per sequence length."""
     m, s = report["machine"], report["settings"]
     print(f"Machine: {m['cpu']} | torch {m['torch']} | threads {m['threads']}")
-    print(f"Self-attention, float32, no grad: batch {s['batch']}, heads {s['heads']}, d_k {s['d_k']}; "
-          f"median of {s['repeats']} calls")
+    print(
+        f"Self-attention, float32, no grad: batch {s['batch']}, heads {s['heads']}, d_k {s['d_k']}; "
+        f"median of {s['repeats']} calls"
+    )
     memory = s["memory"]
     header = f"{'n':>6} {'lib ms':>10} {'torch ms':>10} {'lib/torch':>9} {'GFLOP':>8} {'weight MiB':>11}"
     if memory:
         header += f" {'lib peak MiB':>13} {'torch peak MiB':>15}"
     print(header)
     for r in report["rows"]:
-        line = (f"{r['seq_len']:>6} {r['lib_ms']:>10.3f} {r['torch_ms']:>10.3f} {r['lib_ms'] / r['torch_ms']:>9.2f} "
-                f"{r['flops'] / 1e9:>8.3f} {r['weight_bytes'] / 2**20:>11.3f}")
+        line = (
+            f"{r['seq_len']:>6} {r['lib_ms']:>10.3f} {r['torch_ms']:>10.3f} {r['lib_ms'] / r['torch_ms']:>9.2f} "
+            f"{r['flops'] / 1e9:>8.3f} {r['weight_bytes'] / 2**20:>11.3f}"
+        )
         if memory:
             line += f" {r['lib_peak_bytes'] / 2**20:>13.3f} {r['torch_peak_bytes'] / 2**20:>15.3f}"
         print(line)
@@ -105,12 +109,24 @@ def main(argv=None) -> dict:
     if args.threads:
         torch.set_num_threads(args.threads)
     lengths = seq_lengths(args.min_n, args.max_n)
-    rows = attention_cost(lengths, batch=args.batch, heads=args.heads, d_k=args.d_k, repeats=args.repeats,
-                          measure_memory=not args.no_memory)
+    rows = attention_cost(
+        lengths,
+        batch=args.batch,
+        heads=args.heads,
+        d_k=args.d_k,
+        repeats=args.repeats,
+        measure_memory=not args.no_memory,
+    )
     report = dict(
         machine=machine_facts(),
-        settings=dict(batch=args.batch, heads=args.heads, d_k=args.d_k, repeats=args.repeats,
-                      memory=not args.no_memory, seq_lens=lengths),
+        settings=dict(
+            batch=args.batch,
+            heads=args.heads,
+            d_k=args.d_k,
+            repeats=args.repeats,
+            memory=not args.no_memory,
+            seq_lens=lengths,
+        ),
         rows=[r.to_dict() for r in rows],
     )
     print_report(report)

@@ -4,7 +4,8 @@ For n = --min-n, 2·min-n, ..., --max-n (powers of two), random float32 queries,
 (batch, heads, n, d_k) go through six self-attentions (``lib.cost.attention_methods``):
 
 - ``full (lib)``: ``lib.attention.scaled_dot_product_attention`` (explicit; builds and returns the n × n weights);
-- ``full (torch fused)``: ``torch.nn.functional.scaled_dot_product_attention`` (exact, O(n) memory, FlashAttention-style);
+- ``full (torch fused)``: ``torch.nn.functional.scaled_dot_product_attention`` (exact, O(n) memory,
+  FlashAttention-style);
 - ``sliding window``: ``lib.efficient.sliding_window_attention`` (±--window positions, Longformer);
 - ``linear (elu+1)``: ``lib.efficient.linear_attention`` (Katharopoulos et al. 2020);
 - ``Performer``: ``lib.efficient.performer_attention`` with --features random features (FAVOR+);
@@ -56,18 +57,19 @@ def crossovers(report: dict) -> dict[str, int | None]:
     """The shortest n from which linear attention stays faster than full (lib) and than torch's fused kernel."""
     lengths = report["settings"]["seq_lens"]
     ms = table(report, "ms")
-    return {other: crossover(lengths, ms[other], ms[LINEAR]) for other in (FULL, FUSED)
-            if other in ms and LINEAR in ms}
+    return {other: crossover(lengths, ms[other], ms[LINEAR]) for other in (FULL, FUSED) if other in ms and LINEAR in ms}
 
 
 def print_report(report: dict) -> None:
     """The machine, the settings, a time table, a memory table and the crossovers."""
     m, s = report["machine"], report["settings"]
     print(f"Machine: {m['cpu']} | torch {m['torch']} | threads {m['threads']}")
-    print(f"Self-attention, float32, no grad: batch {s['batch']}, heads {s['heads']}, d_k {s['d_k']}; window "
-          f"±{s['window']}, {s['features']} Performer features, LSH chunks of {s['bucket_size']} "
-          f"({s['hashes']} hash round(s)); median of {s['repeats']} calls; a method slower than {s['max_ms']} ms "
-          f"is not run at longer lengths")
+    print(
+        f"Self-attention, float32, no grad: batch {s['batch']}, heads {s['heads']}, d_k {s['d_k']}; window "
+        f"±{s['window']}, {s['features']} Performer features, LSH chunks of {s['bucket_size']} "
+        f"({s['hashes']} hash round(s)); median of {s['repeats']} calls; a method slower than {s['max_ms']} ms "
+        f"is not run at longer lengths"
+    )
     lengths = s["seq_lens"]
     sections = [("ms per call", "ms", 1.0, "{:>10.2f}")]
     if s["memory"]:
@@ -87,8 +89,10 @@ def print_report(report: dict) -> None:
         else:
             print(f"Crossover: linear attention is faster than {other} from n = {n} on (in this measurement).")
     if s["memory"]:
-        print("  peak MiB: the largest total of tensors a call holds at once (lib.cost.peak_tensor_bytes; "
-              "scratch memory inside a kernel is not seen)")
+        print(
+            "  peak MiB: the largest total of tensors a call holds at once (lib.cost.peak_tensor_bytes; "
+            "scratch memory inside a kernel is not seen)"
+        )
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -103,8 +107,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--bucket-size", type=int, default=64, help="LSH: chunk length (default 64)")
     p.add_argument("--hashes", type=int, default=1, help="LSH: hash rounds (default 1)")
     p.add_argument("--repeats", type=int, default=3, help="timed calls per length and method (median counts)")
-    p.add_argument("--max-ms", type=float, default=2000.0,
-                   help="a method slower than this (ms per call) is not run at longer lengths (default 2000)")
+    p.add_argument(
+        "--max-ms",
+        type=float,
+        default=2000.0,
+        help="a method slower than this (ms per call) is not run at longer lengths (default 2000)",
+    )
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurement")
     p.add_argument("--json", default=None, help="also write every number to this JSON file")
@@ -131,15 +139,34 @@ def main(argv=None) -> dict:
     if args.threads:
         torch.set_num_threads(args.threads)
     lengths = seq_lengths(args.min_n, args.max_n)
-    methods = attention_methods(window=args.window, num_features=args.features, bucket_size=args.bucket_size,
-                                num_hashes=args.hashes)
-    points = scaling_cost(lengths, methods, batch=args.batch, heads=args.heads, d_k=args.d_k, repeats=args.repeats,
-                          max_ms=args.max_ms, measure_memory=not args.no_memory)
+    methods = attention_methods(
+        window=args.window, num_features=args.features, bucket_size=args.bucket_size, num_hashes=args.hashes
+    )
+    points = scaling_cost(
+        lengths,
+        methods,
+        batch=args.batch,
+        heads=args.heads,
+        d_k=args.d_k,
+        repeats=args.repeats,
+        max_ms=args.max_ms,
+        measure_memory=not args.no_memory,
+    )
     report = dict(
         machine=machine_facts(),
-        settings=dict(batch=args.batch, heads=args.heads, d_k=args.d_k, window=args.window, features=args.features,
-                      bucket_size=args.bucket_size, hashes=args.hashes, repeats=args.repeats, max_ms=args.max_ms,
-                      memory=not args.no_memory, seq_lens=lengths),
+        settings=dict(
+            batch=args.batch,
+            heads=args.heads,
+            d_k=args.d_k,
+            window=args.window,
+            features=args.features,
+            bucket_size=args.bucket_size,
+            hashes=args.hashes,
+            repeats=args.repeats,
+            max_ms=args.max_ms,
+            memory=not args.no_memory,
+            seq_lens=lengths,
+        ),
         rows=[p.to_dict() for p in points],
     )
     report["crossover"] = crossovers(report)

@@ -54,15 +54,24 @@ def main(argv=None) -> None:
     greedy_s = time.perf_counter() - start
     table[f"{minutes:g}" if minutes else "final"] = round(greedy.score, 2)
     print(f"final ({minutes} min): greedy BLEU {greedy.score:.2f} ({greedy_s:.0f} s)  {greedy.signature}")
-    results = dict(final.results, bleu_at_minutes=table, test_bleu_greedy=round(greedy.score, 2),
-                   bleu_signature=greedy.signature, greedy_decode_seconds=round(greedy_s, 1))
+    results = dict(
+        final.results,
+        bleu_at_minutes=table,
+        test_bleu_greedy=round(greedy.score, 2),
+        bleu_signature=greedy.signature,
+        greedy_decode_seconds=round(greedy_s, 1),
+    )
     if args.beam > 1:
         start = time.perf_counter()
         beam = evaluate_bleu(final.model, final.tokenizer, args.split, beam_size=args.beam, alpha=args.alpha)
         beam_s = time.perf_counter() - start
         print(f"final: beam {args.beam} (alpha {args.alpha}) BLEU {beam.score:.2f} ({beam_s:.0f} s)")
-        results.update(test_bleu_beam=round(beam.score, 2), beam_size=args.beam, beam_alpha=args.alpha,
-                       beam_decode_seconds=round(beam_s, 1))
+        results.update(
+            test_bleu_beam=round(beam.score, 2),
+            beam_size=args.beam,
+            beam_alpha=args.alpha,
+            beam_decode_seconds=round(beam_s, 1),
+        )
     (folder / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     print(f"recorded in {folder / 'results.json'}")
 

@@ -34,8 +34,9 @@ def toc_chapters() -> list[str]:
 def run(chapter: str, timeout: int) -> float:
     """Seconds to execute ``chapters/<chapter>.ipynb`` in its folder (raises if a cell fails)."""
     nb = nbformat.read(ROOT / "chapters" / f"{chapter}.ipynb", as_version=4)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                            resources={"metadata": {"path": str(ROOT / "chapters")}})
+    client = NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "chapters")}}
+    )
     start = time.perf_counter()
     client.execute()
     return time.perf_counter() - start
@@ -56,8 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     for chapter in args.chapters or toc_chapters():
         times[chapter] = run(chapter, args.timeout)
         print(f"{chapter:24s} {times[chapter]:7.1f} s", flush=True)
-    print(f"{'total':24s} {sum(times.values()):7.1f} s  ({'cold' if args.cold else 'warm'} cache, "
-          f"{os.cpu_count()} CPUs)")
+    print(
+        f"{'total':24s} {sum(times.values()):7.1f} s  ({'cold' if args.cold else 'warm'} cache, {os.cpu_count()} CPUs)"
+    )
     if args.json:
         args.json.write_text(json.dumps(times, indent=1) + "\n")
     return 0

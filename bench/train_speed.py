@@ -35,9 +35,9 @@ import torch
 from torch import Tensor, nn
 
 from lib.attention import MultiHeadAttention
+from lib.bpe import multi30k_tokenizer
 from lib.data import Batch, encode_pairs, load_multi30k, make_batches
 from lib.positional import sinusoidal_positional_encoding
-from lib.bpe import multi30k_tokenizer
 from lib.special_tokens import BOS_ID, EOS_ID, PAD_ID
 from lib.training import TrainConfig, amp_context, label_smoothed_cross_entropy
 from lib.transformer import Transformer, TransformerConfig
@@ -51,6 +51,7 @@ SEED = 0
 # --------------------------------------------------------------------------------------------------
 # The machine
 # --------------------------------------------------------------------------------------------------
+
 
 def cpu_model() -> str:
     """The CPU's name from /proc/cpuinfo (Linux), else what ``platform`` knows."""
@@ -75,8 +76,8 @@ def cpu_has_bf16() -> bool:
 
 
 def mixed_precision(device: torch.device, enabled: bool):
-    """``(autocast context, dtype or None)``: lib.train's choice on CUDA; bf16 autocast on a CPU with native
-    bfloat16 (which lib.train does not use: this benchmark is where that decision is measured)."""
+    """``(autocast context, dtype or None)``: lib.training's choice on CUDA; bf16 autocast on a CPU with native
+    bfloat16 (which lib.training does not use: this benchmark is where that decision is measured)."""
     if enabled and device.type == "cpu" and cpu_has_bf16():
         return torch.autocast("cpu", dtype=torch.bfloat16), torch.bfloat16
     return amp_context(device, enabled)
@@ -107,6 +108,7 @@ def synchronize(device: torch.device) -> None:
 # The reference model: the same Transformer assembled from torch.nn.Transformer
 # --------------------------------------------------------------------------------------------------
 
+
 class TorchTransformer(nn.Module):
     """The equivalent of ``lib.transformer.Transformer`` built from ``torch.nn.Transformer``.
 
@@ -136,10 +138,16 @@ class TorchTransformer(nn.Module):
             # torch warns that its inference-only nested-tensor fast path is off for pre-LN; we train.
             warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
             self.transformer = nn.Transformer(
-                d_model=config.d_model, nhead=config.num_heads,
-                num_encoder_layers=config.num_encoder_layers, num_decoder_layers=config.num_decoder_layers,
-                dim_feedforward=config.d_ff, dropout=config.dropout, activation=config.activation,
-                layer_norm_eps=config.layer_norm_eps, batch_first=True, norm_first=config.norm_first,
+                d_model=config.d_model,
+                nhead=config.num_heads,
+                num_encoder_layers=config.num_encoder_layers,
+                num_decoder_layers=config.num_decoder_layers,
+                dim_feedforward=config.d_ff,
+                dropout=config.dropout,
+                activation=config.activation,
+                layer_norm_eps=config.layer_norm_eps,
+                batch_first=True,
+                norm_first=config.norm_first,
             )
         # nn.Transformer uses one dropout everywhere; lib has a separate (default 0) dropout on the
         # attention weights. nn.MultiheadAttention keeps that probability in its `dropout` attribute.
@@ -165,9 +173,12 @@ class TorchTransformer(nn.Module):
         seq_t = tgt.size(1)
         future = torch.ones(seq_t, seq_t, dtype=torch.bool, device=tgt.device).triu(1)  # True = blocked
         x = self.transformer(
-            self.embed_tokens(src), self.embed_tokens(tgt),
-            tgt_mask=future, tgt_is_causal=True,
-            src_key_padding_mask=src_padding, memory_key_padding_mask=src_padding,
+            self.embed_tokens(src),
+            self.embed_tokens(tgt),
+            tgt_mask=future,
+            tgt_is_causal=True,
+            src_key_padding_mask=src_padding,
+            memory_key_padding_mask=src_padding,
         )
         return x @ self.embed.weight.T  # output projection tied to the embedding
 
@@ -176,8 +187,9 @@ class TorchTransformer(nn.Module):
 # Training throughput
 # --------------------------------------------------------------------------------------------------
 
+
 def load_batches(max_tokens: int, data_root: str | None) -> tuple[list[Batch], int]:
-    """One epoch of Multi30k training batches, as ``lib.train`` makes them for epoch 0.
+    """One epoch of Multi30k training batches, as ``lib.training.translation_batches`` makes them for epoch 0.
 
     The book's tokenizer (``multi30k_tokenizer(8000)``), pairs longer than ``TrainConfig.max_len``
     dropped, ``make_batches(..., shuffle=True, seed=0)``.
@@ -205,7 +217,7 @@ class TrainingRun:
         self.name = name
         self.model = model.to(device).train()
         self.device = device
-        # lib.train's defaults; a constant learning rate (the schedule costs nothing measurable).
+        # lib.training's defaults; a constant learning rate (the schedule costs nothing measurable).
         self.optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=TrainConfig.betas, eps=TrainConfig.eps)
         self.autocast, self.amp_dtype = mixed_precision(device, amp)
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp_dtype == torch.float16)
@@ -258,8 +270,14 @@ def build_runs(preset: str, vocab_size: int, device: torch.device, torch_amp: bo
 
 
 def benchmark_training(
-    preset: str, batches: list[Batch], vocab_size: int, steps: int, warmup_steps: int, repeats: int,
-    device: torch.device, torch_amp: bool = False,
+    preset: str,
+    batches: list[Batch],
+    vocab_size: int,
+    steps: int,
+    warmup_steps: int,
+    repeats: int,
+    device: torch.device,
+    torch_amp: bool = False,
 ) -> dict:
     """Target tokens per second of every contestant for one preset, and minutes per epoch.
 
@@ -275,7 +293,7 @@ def benchmark_training(
     if len(batches) < warmup_steps + steps:
         raise ValueError(f"need {warmup_steps + steps} batches, the epoch has only {len(batches)}")
     warmup = [b.to(device) for b in batches[:warmup_steps]]
-    timed = [b.to(device) for b in batches[warmup_steps: warmup_steps + steps]]
+    timed = [b.to(device) for b in batches[warmup_steps : warmup_steps + steps]]
     timed_tokens = sum(b.num_tokens for b in timed)
     epoch_tokens = sum(b.num_tokens for b in batches)
 
@@ -313,6 +331,7 @@ def benchmark_training(
 # --------------------------------------------------------------------------------------------------
 # Attention forward pass
 # --------------------------------------------------------------------------------------------------
+
 
 def torch_attention_like(lib_mha: MultiHeadAttention) -> nn.MultiheadAttention:
     """A ``torch.nn.MultiheadAttention`` (batch first) holding the same weights as ``lib_mha``.
@@ -367,17 +386,20 @@ def benchmark_attention(d_model: int, num_heads: int, batch: int, seq_len: int, 
     x = torch.randn(batch, seq_len, d_model)
 
     cases = {
-        "weights": (lambda: lib_plain(x, x, x, return_attention=True),
-                    lambda: ref(x, x, x, need_weights=True, average_attn_weights=False)),
-        "fused": (lambda: lib_fused(x, x, x, return_attention=False),
-                  lambda: ref(x, x, x, need_weights=False)),
+        "weights": (
+            lambda: lib_plain(x, x, x, return_attention=True),
+            lambda: ref(x, x, x, need_weights=True, average_attn_weights=False),
+        ),
+        "fused": (lambda: lib_fused(x, x, x, return_attention=False), lambda: ref(x, x, x, need_weights=False)),
     }
     results = dict(d_model=d_model, num_heads=num_heads, batch=batch, seq_len=seq_len)
     for case, (lib_call, torch_call) in cases.items():
         max_abs_diff = (lib_call()[0] - torch_call()[0]).abs().max().item()
         ms = median_ms({"lib": lib_call, "torch": torch_call}, repeats)
         results[case] = dict(
-            lib_ms=ms["lib"], torch_ms=ms["torch"], torch_over_lib=ms["torch"] / ms["lib"],
+            lib_ms=ms["lib"],
+            torch_ms=ms["torch"],
+            torch_over_lib=ms["torch"] / ms["lib"],
             max_abs_diff=max_abs_diff,
         )
     return results
@@ -387,43 +409,61 @@ def benchmark_attention(d_model: int, num_heads: int, batch: int, seq_len: int, 
 # Report
 # --------------------------------------------------------------------------------------------------
 
+
 def print_report(report: dict) -> None:
     """Print the machine facts and the two tables."""
     m, s = report["machine"], report["settings"]
-    print(f"Machine: {m['cpu']} | torch {m['torch']} | threads {m['threads']} | device {m['device']}"
-          f" | CPU native bf16: {'yes' if m['cpu_native_bf16'] else 'no'}" + (f" | GPU {m['gpu']}" if "gpu" in m else ""))
+    print(
+        f"Machine: {m['cpu']} | torch {m['torch']} | threads {m['threads']} | device {m['device']}"
+        f" | CPU native bf16: {'yes' if m['cpu_native_bf16'] else 'no'}" + (f" | GPU {m['gpu']}" if "gpu" in m else "")
+    )
     print()
-    print(f"Training throughput: best of {s['repeats']} x {s['steps']} Multi30k batches "
-          f"(after {s['warmup_steps']} warm-up), max_tokens {s['max_tokens']}; "
-          f"tokens = non-pad target tokens")
+    print(
+        f"Training throughput: best of {s['repeats']} x {s['steps']} Multi30k batches "
+        f"(after {s['warmup_steps']} warm-up), max_tokens {s['max_tokens']}; "
+        f"tokens = non-pad target tokens"
+    )
     print(f"{'preset':<14} {'params':>8}  {'model':<12} {'tokens/s':>9} {'s/step':>7} {'min/epoch':>9}")
     for preset, r in report["training"].items():
-        print(f"{preset:<14} {r['parameters']['lib'] / 1e6:>7.2f}M  (epoch: {r['epoch_batches']} batches, "
-              f"{r['epoch_target_tokens']:,} target tokens)")
+        print(
+            f"{preset:<14} {r['parameters']['lib'] / 1e6:>7.2f}M  (epoch: {r['epoch_batches']} batches, "
+            f"{r['epoch_target_tokens']:,} target tokens)"
+        )
         for name, run in r["runs"].items():
-            print(f"{'':<14} {'':>8}  {name:<12} {run['tokens_per_s']:>9.0f} {run['seconds_per_step']:>7.3f} "
-                  f"{run['minutes_per_epoch']:>9.2f}")
+            print(
+                f"{'':<14} {'':>8}  {name:<12} {run['tokens_per_s']:>9.0f} {run['seconds_per_step']:>7.3f} "
+                f"{run['minutes_per_epoch']:>9.2f}"
+            )
         ratio = r["lib_over_torch_fp32"]
         verdict = "meets" if ratio >= 0.9 else "BELOW"
         print(f"{'':<14} {'':>8}  lib/torch fp32 = {ratio:.2f} ({verdict} the book's target of 0.9)")
     print()
-    print("Attention forward on the CPU (eval, no grad, self-attention), median ms per call; "
-          "torch/lib > 1 means lib is faster")
-    print(f"{'d_model':>7} {'heads':>5} {'batch':>5} {'seq':>5}  {'case':<8} {'lib ms':>9} {'torch ms':>9} "
-          f"{'torch/lib':>9} {'max|diff|':>9}")
+    print(
+        "Attention forward on the CPU (eval, no grad, self-attention), median ms per call; "
+        "torch/lib > 1 means lib is faster"
+    )
+    print(
+        f"{'d_model':>7} {'heads':>5} {'batch':>5} {'seq':>5}  {'case':<8} {'lib ms':>9} {'torch ms':>9} "
+        f"{'torch/lib':>9} {'max|diff|':>9}"
+    )
     for a in report["attention"]:
         for case in ("weights", "fused"):
             c = a[case]
-            print(f"{a['d_model']:>7} {a['num_heads']:>5} {a['batch']:>5} {a['seq_len']:>5}  {case:<8} "
-                  f"{c['lib_ms']:>9.2f} {c['torch_ms']:>9.2f} {c['torch_over_lib']:>9.2f} {c['max_abs_diff']:>9.1e}")
+            print(
+                f"{a['d_model']:>7} {a['num_heads']:>5} {a['batch']:>5} {a['seq_len']:>5}  {case:<8} "
+                f"{c['lib_ms']:>9.2f} {c['torch_ms']:>9.2f} {c['torch_over_lib']:>9.2f} {c['max_abs_diff']:>9.1e}"
+            )
     print("  weights: lib fused=False, return_attention=True vs torch need_weights=True, average_attn_weights=False")
     print("  fused:   lib fused=True,  return_attention=False vs torch need_weights=False")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--presets", default="multi30k,multi30k_wide",
-                   help=f"comma-separated TransformerConfig presets, from {', '.join(PRESETS)}")
+    p.add_argument(
+        "--presets",
+        default="multi30k,multi30k_wide",
+        help=f"comma-separated TransformerConfig presets, from {', '.join(PRESETS)}",
+    )
     p.add_argument("--steps", type=int, default=30, help="timed training steps per repeat")
     p.add_argument("--warmup-steps", type=int, default=5, help="untimed training steps before timing")
     p.add_argument("--repeats", type=int, default=3, help="repeats of every training timing (best counts)")
@@ -435,9 +475,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--attn-d-models", default="512,256", help="comma-separated d_model values of the attention timing")
     p.add_argument("--attn-repeats", type=int, default=10, help="timed calls per attention case (median counts)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
-    p.add_argument("--device", choices=("cpu", "cuda"), default=None,
-                   help="where to train (default: cuda if available, else cpu); attention is timed on the CPU")
-    p.add_argument("--data", default=None, help="folder with the Multi30k .gz files (default: MULTI30K_DIR or download)")
+    p.add_argument(
+        "--device",
+        choices=("cpu", "cuda"),
+        default=None,
+        help="where to train (default: cuda if available, else cpu); attention is timed on the CPU",
+    )
+    p.add_argument(
+        "--data", default=None, help="folder with the Multi30k .gz files (default: MULTI30K_DIR or download)"
+    )
     p.add_argument("--json", default=None, help="also write every number to this JSON file")
     args = p.parse_args(argv)
     args.presets = [name.strip() for name in args.presets.split(",") if name.strip()]
@@ -462,9 +508,15 @@ def main(argv=None) -> dict:
     report = dict(
         machine=machine_facts(device),
         settings=dict(
-            presets=args.presets, steps=args.steps, warmup_steps=args.warmup_steps, repeats=args.repeats,
-            max_tokens=args.max_tokens, seq_len=args.seq_len,
-            attn_batch=args.attn_batch, attn_heads=args.attn_heads, attn_repeats=args.attn_repeats,
+            presets=args.presets,
+            steps=args.steps,
+            warmup_steps=args.warmup_steps,
+            repeats=args.repeats,
+            max_tokens=args.max_tokens,
+            seq_len=args.seq_len,
+            attn_batch=args.attn_batch,
+            attn_heads=args.attn_heads,
+            attn_repeats=args.attn_repeats,
         ),
         training={},
         attention=[],

@@ -74,9 +74,7 @@ def scaled_dot_product_attention(
             f"query and key must have the same d_k (last dimension), got {query.size(-1)} and {key.size(-1)}"
         )
     if key.size(-2) != value.size(-2):
-        raise ValueError(
-            f"key and value must have the same length seq_k, got {key.size(-2)} and {value.size(-2)}"
-        )
+        raise ValueError(f"key and value must have the same length seq_k, got {key.size(-2)} and {value.size(-2)}")
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"dropout_p must be in [0, 1], got {dropout_p}")
 
@@ -152,8 +150,7 @@ def padding_mask(
         keep = torch.arange(max_len, device=x.device)[None, :] < x[:, None]
     else:
         raise ValueError(
-            "padding_mask expects token ids (batch, seq_len) or lengths (batch,), "
-            f"got shape {tuple(x.shape)}"
+            f"padding_mask expects token ids (batch, seq_len) or lengths (batch,), got shape {tuple(x.shape)}"
         )
     return keep[:, None, None, :]
 
@@ -209,17 +206,30 @@ class MultiHeadAttention(nn.Module):
 
     def _check(self, x: Tensor, name: str) -> None:
         if x.dim() != 3 or x.size(-1) != self.d_model:
-            raise ValueError(
-                f"{name} must have shape (batch, seq, d_model={self.d_model}), got {tuple(x.shape)}"
-            )
+            raise ValueError(f"{name} must have shape (batch, seq, d_model={self.d_model}), got {tuple(x.shape)}")
 
     def split_heads(self, x: Tensor) -> Tensor:
-        """``(batch, seq, d_model)`` → ``(batch, heads, seq, d_k)``."""
+        """Split the model width into heads: ``(batch, seq, d_model)`` → ``(batch, heads, seq, d_k)``.
+
+        Args:
+            x: ``(batch, seq, d_model)``, a projection's output.
+
+        Returns:
+            ``(batch, heads, seq, d_k)`` with ``d_k = d_model / heads``; head i holds features
+            ``i·d_k .. (i+1)·d_k − 1``.
+        """
         batch, seq, _ = x.shape
         return x.view(batch, seq, self.num_heads, self.d_k).transpose(1, 2)
 
     def merge_heads(self, x: Tensor) -> Tensor:
-        """``(batch, heads, seq, d_k)`` → ``(batch, seq, d_model)`` (the Concat of the heads)."""
+        """Concatenate the heads again: ``(batch, heads, seq, d_k)`` → ``(batch, seq, d_model)``.
+
+        Args:
+            x: ``(batch, heads, seq, d_k)``, the heads' outputs.
+
+        Returns:
+            ``(batch, seq, d_model)``: Concat(head_1, ..., head_h), before the output projection W^O.
+        """
         batch, _, seq, _ = x.shape
         return x.transpose(1, 2).reshape(batch, seq, self.d_model)
 
@@ -248,9 +258,24 @@ class MultiHeadAttention(nn.Module):
     def attend(
         self, query: Tensor, kv: KeyValue, mask: Tensor | None = None, return_attention: bool = True
     ) -> tuple[Tensor, Tensor | None]:
-        """Attend from ``query (batch, seq_q, d_model)`` to already projected keys and values.
+        """Attend from ``query`` to keys and values already projected by :meth:`project_key_value`.
 
-        Returns ``(output (batch, seq_q, d_model), weights (batch, heads, seq_q, seq_k) or None)``.
+        Args:
+            query: ``(batch, seq_q, d_model)``, not yet projected (W^Q is applied here).
+            kv: :class:`KeyValue` with key and value of shape ``(batch, heads, seq_k, d_k)``.
+            mask: optional bool tensor broadcastable to ``(batch, heads, seq_q, seq_k)``; ``True`` = may attend.
+            return_attention: return the weights; ``False`` lets a module built with ``fused=True`` call
+                torch's fused kernel, which returns none.
+
+        Returns:
+            output: ``(batch, seq_q, d_model)``, after the output projection W^O.
+            weights: ``(batch, heads, seq_q, seq_k)`` (rows sum to 1), or None when the fused kernel ran.
+
+        Raises:
+            ValueError: query not of shape ``(batch, seq_q, d_model)``; a mask that is not bool or does not
+                broadcast to the scores' shape.
+
+        Source: Vaswani et al. 2017, §3.2.2.
         """
         self._check(query, "query")
         q = self.split_heads(self.w_q(query))  # (batch, heads, seq_q, d_k)

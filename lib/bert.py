@@ -1,4 +1,4 @@
-"""BERT: a bidirectional Transformer encoder pre-trained by masked language modelling (MLM) and next-sentence prediction (NSP).
+"""BERT: a bidirectional Transformer encoder pre-trained by masked LM (MLM) and next-sentence prediction (NSP).
 
     input  = [CLS] A₁ … A_m [SEP] B₁ … B_n [SEP]
     x₀     = TokenEmb(input) + SegmentEmb(A/B) + PositionEmb(0 … T-1)        (three learned tables, summed)
@@ -19,8 +19,9 @@ Language Understanding", NAACL, §3 and Fig. 2 (input representation), §3.1 (ML
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Literal, Sequence, overload
+from typing import ClassVar, Literal, overload
 
 import torch
 import torch.nn.functional as F
@@ -61,6 +62,8 @@ class BertVocab:
 
     Raises:
         ValueError: base_size not larger than the tokenizer's 4 special tokens.
+
+    Source: Devlin et al. 2019, §3 "Input/Output Representations" ([CLS], [SEP]) and §3.1 ([MASK]).
     """
 
     base_size: int
@@ -68,26 +71,39 @@ class BertVocab:
 
     def __post_init__(self) -> None:
         if self.base_size <= len(SPECIAL_TOKENS):
-            raise ValueError(f"base_size must exceed the {len(SPECIAL_TOKENS)} tokenizer specials, got {self.base_size}")
+            raise ValueError(
+                f"base_size must exceed the {len(SPECIAL_TOKENS)} tokenizer specials, got {self.base_size}"
+            )
 
     @property
     def cls_id(self) -> int:
+        """The [CLS] id, V: the first token of every input; its final state feeds NSP and classification."""
         return self.base_size
 
     @property
     def sep_id(self) -> int:
+        """The [SEP] id, V + 1: ends sentence A and sentence B."""
         return self.base_size + 1
 
     @property
     def mask_id(self) -> int:
+        """The [MASK] id, V + 2: replaces 80 % of the positions MLM selects."""
         return self.base_size + 2
 
     @property
     def size(self) -> int:
+        """BERT's vocabulary size, V + 3 (the tokenizer's ids and the three appended specials)."""
         return self.base_size + 3
 
     def special_mask(self, ids: Tensor) -> Tensor:
-        """``True`` where ``ids`` is a special token (pad, <s>, </s>, <unk>, [CLS], [SEP], [MASK]), never masked by MLM."""
+        """``True`` where ``ids`` is a special token (pad, <s>, </s>, <unk>, [CLS], [SEP], [MASK]), never masked by MLM.
+
+        Args:
+            ids: token ids of any shape, e.g. ``(batch, seq)``.
+
+        Returns:
+            bool tensor shaped like ``ids``: ``True`` for ids below 4 (the tokenizer's specials) or at least V.
+        """
         return (ids < len(SPECIAL_TOKENS)) | (ids >= self.base_size)
 
 
@@ -136,14 +152,32 @@ class BertConfig(Config):
             raise ValueError(f"pad_id must be in [0, vocab_size={self.vocab_size}), got {self.pad_id}")
 
     @classmethod
-    def tiny(cls, vocab_size: int, **overrides) -> "BertConfig":
-        """The book's CPU-sized model: d_model 128, 4 heads, 2 layers, d_ff 512, 48 positions."""
+    def tiny(cls, vocab_size: int, **overrides) -> BertConfig:
+        """The book's CPU-sized model: d_model 128, 4 heads, 2 layers, d_ff 512, 48 positions.
+
+        Args:
+            vocab_size: BERT's vocabulary size (``BertVocab.size``).
+            **overrides: any other field, replacing the preset's value.
+
+        Returns:
+            The :class:`BertConfig`.
+        """
         return cls(vocab_size, **{**dict(d_model=128, num_heads=4, num_layers=2, d_ff=512, max_len=48), **overrides})
 
     @classmethod
-    def base(cls, vocab_size: int = 30522, **overrides) -> "BertConfig":
-        """BERT-base: d_model 768, 12 heads, 12 layers, d_ff 3072, 512 positions (Devlin et al. 2019, §3)."""
-        return cls(vocab_size, **{**dict(d_model=768, num_heads=12, num_layers=12, d_ff=3072, max_len=512), **overrides})
+    def base(cls, vocab_size: int = 30522, **overrides) -> BertConfig:
+        """BERT-base: d_model 768, 12 heads, 12 layers, d_ff 3072, 512 positions (Devlin et al. 2019, §3).
+
+        Args:
+            vocab_size: BERT's vocabulary size (default 30522, BERT's WordPiece vocabulary).
+            **overrides: any other field, replacing the preset's value.
+
+        Returns:
+            The :class:`BertConfig` (about 110 M parameters with the default vocabulary).
+        """
+        return cls(
+            vocab_size, **{**dict(d_model=768, num_heads=12, num_layers=12, d_ff=3072, max_len=512), **overrides}
+        )
 
 
 class Bert(nn.Module):
@@ -152,6 +186,9 @@ class Bert(nn.Module):
     Shapes: ``input_ids (batch, seq)``, ``segment_ids (batch, seq)`` in ``[0, num_segments)`` →
     ``hidden (batch, seq, d_model)``. Attention uses only the padding mask (``True`` = may attend: every real
     token sees every real token, left and right).
+
+    Args:
+        config: the model's sizes (:class:`BertConfig`).
 
     Source: Devlin et al. 2019, §3, Fig. 2 (input = sum of three embeddings), §3.1 (MLM, NSP); the MLM output
     layer shares the token embedding matrix and the NSP classifier reads the pooled [CLS] state, as in the
@@ -168,8 +205,16 @@ class Bert(nn.Module):
         self.embed_norm = nn.LayerNorm(c.d_model)
         self.dropout = nn.Dropout(c.dropout)
         self.layers = nn.ModuleList(
-            EncoderLayer(c.d_model, c.num_heads, c.d_ff, c.dropout, c.dropout, norm_first=c.norm_first,
-                         activation=c.activation, fused=True)
+            EncoderLayer(
+                c.d_model,
+                c.num_heads,
+                c.d_ff,
+                c.dropout,
+                c.dropout,
+                norm_first=c.norm_first,
+                activation=c.activation,
+                fused=True,
+            )
             for _ in range(c.num_layers)
         )
         self.final_norm = nn.LayerNorm(c.d_model) if c.norm_first else nn.Identity()
@@ -193,28 +238,46 @@ class Bert(nn.Module):
                     module.weight[module.padding_idx].zero_()
 
     def num_parameters(self) -> int:
-        """Number of trainable parameters (the tied output matrix counted once)."""
+        """Number of trainable parameters (the tied output matrix counted once).
+
+        Returns:
+            The count of scalar weights with ``requires_grad``.
+        """
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
 
     def _check(self, input_ids: Tensor, segment_ids: Tensor | None) -> None:
         c = self.config
         if input_ids.dim() != 2 or input_ids.dtype != torch.long:
-            raise ValueError(f"input_ids must be a (batch, seq) LongTensor, got {tuple(input_ids.shape)} {input_ids.dtype}")
+            raise ValueError(
+                f"input_ids must be a (batch, seq) LongTensor, got {tuple(input_ids.shape)} {input_ids.dtype}"
+            )
         if input_ids.size(1) > c.max_len:
             raise ValueError(f"sequence length {input_ids.size(1)} exceeds max_len={c.max_len}")
         if input_ids.numel() and (input_ids.min() < 0 or input_ids.max() >= c.vocab_size):
             raise ValueError(f"input_ids must be in [0, vocab_size={c.vocab_size})")
         if segment_ids is not None:
             if segment_ids.shape != input_ids.shape:
-                raise ValueError(f"segment_ids {tuple(segment_ids.shape)} must have input_ids' shape {tuple(input_ids.shape)}")
+                raise ValueError(
+                    f"segment_ids {tuple(segment_ids.shape)} must have input_ids' shape {tuple(input_ids.shape)}"
+                )
             if segment_ids.numel() and (segment_ids.min() < 0 or segment_ids.max() >= c.num_segments):
                 raise ValueError(f"segment_ids must be in [0, num_segments={c.num_segments})")
 
     def embed(self, input_ids: Tensor, segment_ids: Tensor | None = None) -> Tensor:
-        """x₀ = TokenEmb + SegmentEmb + PositionEmb, then LayerNorm and dropout: ``(batch, seq, d_model)``."""
+        """x₀ = TokenEmb + SegmentEmb + PositionEmb, then LayerNorm and dropout.
+
+        Args:
+            input_ids: ``(batch, seq)`` token ids.
+            segment_ids: ``(batch, seq)`` segment ids (0 = sentence A, 1 = sentence B); None = all 0.
+
+        Returns:
+            ``(batch, seq, d_model)``, the input of the first encoder layer.
+
+        Source: Devlin et al. 2019, §3 and Fig. 2.
+        """
         if segment_ids is None:
             segment_ids = torch.zeros_like(input_ids)
-        positions = torch.arange(input_ids.size(1), device=input_ids.device)            # (seq,)
+        positions = torch.arange(input_ids.size(1), device=input_ids.device)  # (seq,)
         x = self.token_embed(input_ids) + self.segment_embed(segment_ids) + self.position_embed(positions)[None]
         return self.dropout(self.embed_norm(x))
 
@@ -248,7 +311,7 @@ class Bert(nn.Module):
         Source: Devlin et al. 2019, §3 and Fig. 2.
         """
         self._check(input_ids, segment_ids)
-        mask = padding_mask(input_ids, self.config.pad_id)       # (batch, 1, 1, seq), True = may attend
+        mask = padding_mask(input_ids, self.config.pad_id)  # (batch, 1, 1, seq), True = may attend
         x = self.embed(input_ids, segment_ids)
         weights = []
         for layer in self.layers:
@@ -259,15 +322,41 @@ class Bert(nn.Module):
         return (hidden, AttentionMaps(encoder=weights)) if return_attention else hidden
 
     def mlm_logits(self, hidden: Tensor) -> Tensor:
-        """Scores over the vocabulary: ``(..., d_model)`` → ``(..., vocab_size)``; the output matrix is the token embedding."""
+        """Scores over the vocabulary; the output matrix is the token embedding (tied).
+
+        Args:
+            hidden: ``(..., d_model)`` final states, e.g. ``(batch, seq, d_model)`` or the masked positions
+                ``(n_masked, d_model)``.
+
+        Returns:
+            ``(..., vocab_size)`` unnormalised logits: LN(GELU(h W + b)) Eᵀ + b_V.
+
+        Source: Devlin et al. 2019, §3.1 "Task #1: Masked LM".
+        """
         return self.mlm_transform(hidden) @ self.token_embed.weight.T + self.mlm_bias
 
     def pooled(self, hidden: Tensor) -> Tensor:
-        """The [CLS] summary tanh(W_p h₀ + b_p): ``(batch, seq, d_model)`` → ``(batch, d_model)``."""
+        """The [CLS] summary tanh(W_p h₀ + b_p).
+
+        Args:
+            hidden: ``(batch, seq, d_model)`` final states; position 0 must be [CLS].
+
+        Returns:
+            ``(batch, d_model)``, values in (−1, 1).
+        """
         return self.pooler(hidden[:, 0])
 
     def nsp_logits(self, hidden: Tensor) -> Tensor:
-        """NSP scores ``(batch, 2)`` (index 1 = IsNext) from the [CLS] position."""
+        """NSP scores from the pooled [CLS] state.
+
+        Args:
+            hidden: ``(batch, seq, d_model)`` final states; position 0 must be [CLS].
+
+        Returns:
+            ``(batch, 2)`` logits; index 1 = ``IS_NEXT``, index 0 = ``NOT_NEXT``.
+
+        Source: Devlin et al. 2019, §3.1 "Task #2: Next Sentence Prediction (NSP)".
+        """
         return self.nsp_head(self.pooled(hidden))
 
     def mlm_loss(self, hidden: Tensor, labels: Tensor) -> Tensor:
@@ -312,7 +401,19 @@ class BertClassifier(nn.Module):
         self.head = nn.Linear(bert.config.d_model, num_classes)
 
     def forward(self, input_ids: Tensor, segment_ids: Tensor | None = None) -> Tensor:
-        """``input_ids (batch, seq)`` starting with [CLS] → ``logits (batch, num_classes)``."""
+        """Class scores for a batch of (packed) sentences.
+
+        Args:
+            input_ids: ``(batch, seq)`` ids starting with [CLS], right-padded.
+            segment_ids: ``(batch, seq)`` segment ids (0 = A, 1 = B); None = all 0.
+
+        Returns:
+            ``(batch, num_classes)`` unnormalised logits.
+
+        Raises:
+            ValueError: from :meth:`Bert.forward`: wrong shape or dtype, ids outside the vocabulary, sequence
+                longer than max_len.
+        """
         return self.head(self.dropout(self.bert.pooled(self.bert(input_ids, segment_ids))))
 
 
@@ -325,7 +426,7 @@ def mask_tokens(
     mask_prob: float = 0.15,
     low: int = len(SPECIAL_TOKENS),
 ) -> tuple[Tensor, Tensor]:
-    """BERT's masking: select ``mask_prob`` of the non-special positions; of those 80 % → [MASK], 10 % → a random token, 10 % unchanged.
+    """BERT's masking: select ``mask_prob`` of the non-special positions; 80 % → [MASK], 10 % → random, 10 % kept.
 
     Each non-special position is selected independently with probability ``mask_prob``; each selected one
     independently becomes [MASK] (probability 0.8), a uniformly random ordinary token (0.1), or stays (0.1).
@@ -354,15 +455,17 @@ def mask_tokens(
     if not 0.0 < mask_prob < 1.0:
         raise ValueError(f"mask_prob must be in (0, 1), got {mask_prob}")
     if special_mask.dtype != torch.bool or special_mask.shape != ids.shape:
-        raise ValueError(f"special_mask must be a bool tensor of ids' shape {tuple(ids.shape)}, "
-                         f"got {special_mask.dtype} {tuple(special_mask.shape)}")
+        raise ValueError(
+            f"special_mask must be a bool tensor of ids' shape {tuple(ids.shape)}, "
+            f"got {special_mask.dtype} {tuple(special_mask.shape)}"
+        )
     if not 0 <= low < vocab_size:
         raise ValueError(f"need 0 <= low < vocab_size, got low={low}, vocab_size={vocab_size}")
     u = torch.rand(ids.shape, generator=generator, device=ids.device)
     selected = (u < mask_prob) & ~special_mask
     action = torch.rand(ids.shape, generator=generator, device=ids.device)
     to_mask = selected & (action < 0.8)
-    to_random = selected & (action >= 0.8) & (action < 0.9)                  # the last 10 %: unchanged
+    to_random = selected & (action >= 0.8) & (action < 0.9)  # the last 10 %: unchanged
     random_ids = torch.randint(low, vocab_size, ids.shape, generator=generator, device=ids.device)
     inputs = torch.where(to_mask, torch.full_like(ids, mask_id), ids)
     inputs = torch.where(to_random, random_ids, inputs)
@@ -370,9 +473,7 @@ def mask_tokens(
     return inputs, labels
 
 
-def make_nsp_pairs(
-    sentences: Sequence[Sequence[int]], rng: random.Random
-) -> list[tuple[list[int], list[int], int]]:
+def make_nsp_pairs(sentences: Sequence[Sequence[int]], rng: random.Random) -> list[tuple[list[int], list[int], int]]:
     """Next-sentence-prediction examples: (A, B, label) with B the true next sentence half of the time.
 
     For each consecutive pair ``(sentences[i], sentences[i + 1])``: with probability 1/2 keep it
@@ -394,6 +495,7 @@ def make_nsp_pairs(
     n = len(sentences)
     if n < 3:
         raise ValueError(f"make_nsp_pairs needs at least 3 sentences, got {n}")
+
     def item(k):  # a copy of a token list; strings are kept as they are
         return sentences[k] if isinstance(sentences[k], str) else list(sentences[k])
 
@@ -402,14 +504,16 @@ def make_nsp_pairs(
         if rng.random() < 0.5:
             pairs.append((item(i), item(i + 1), IS_NEXT))
         else:
-            j = rng.randrange(n - 1)          # any index but i + 1
+            j = rng.randrange(n - 1)  # any index but i + 1
             j = j if j < i + 1 else j + 1
             pairs.append((item(i), item(j), NOT_NEXT))
     return pairs
 
 
 def pack_pair(a: Sequence[int], b: Sequence[int] | None, vocab: BertVocab, max_len: int) -> tuple[list[int], list[int]]:
-    """``[CLS] a [SEP]`` or ``[CLS] a [SEP] b [SEP]`` and its segment ids (0 for [CLS], A and the first [SEP]; 1 for B and its [SEP]).
+    """``[CLS] a [SEP]`` or ``[CLS] a [SEP] b [SEP]``, and its segment ids.
+
+    Segment 0 covers [CLS], A and the first [SEP]; segment 1 covers B and its [SEP].
 
     Args:
         a, b: token ids without specials (b may be None for a single sentence).

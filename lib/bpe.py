@@ -22,14 +22,14 @@ from __future__ import annotations
 import os
 import tempfile
 import warnings
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import platformdirs
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 from .data import load_multi30k
-from .special_tokens import BOS_ID, EOS_ID, PAD, PAD_ID, SPECIAL_TOKENS, UNK, UNK_ID, BOS, EOS
+from .special_tokens import BOS, BOS_ID, EOS, EOS_ID, PAD, PAD_ID, SPECIAL_TOKENS, UNK, UNK_ID
 
 __all__ = [
     "PAD",
@@ -74,7 +74,8 @@ def train_bpe(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int =
 
     Returns:
         ``tokenizers.Tokenizer``: BPE model with ``<unk>`` for unseen characters, NFKC normaliser,
-        ``Metaspace`` pre-tokenizer (punctuation split off) and decoder, special tokens ``<pad>, <s>, </s>, <unk>`` at ids 0–3.
+        ``Metaspace`` pre-tokenizer (punctuation split off) and decoder, special tokens
+        ``<pad>, <s>, </s>, <unk>`` at ids 0–3.
         No special tokens are added by ``encode``; :func:`lib.data.collate` adds BOS/EOS.
 
     Raises:
@@ -185,7 +186,9 @@ def multi30k_tokenizer(
     Source: Sennrich et al. (2016), §3.2; data: Elliott et al. (2016), Multi30K.
     """
     _check_vocab_size(vocab_size)
-    folder = Path(cache_dir) if cache_dir is not None else Path(platformdirs.user_cache_dir("attention-book")) / "tokenizers"
+    folder = (
+        Path(cache_dir) if cache_dir is not None else Path(platformdirs.user_cache_dir("attention-book")) / "tokenizers"
+    )
     path = folder / f"multi30k-bpe{vocab_size}-{TOKENIZER_VERSION}.json"
     if path.is_file():
         return load_tokenizer(path)
@@ -194,7 +197,9 @@ def multi30k_tokenizer(
     try:
         save_tokenizer(tok, path)
     except OSError as err:
-        warnings.warn(f"could not cache the tokenizer at {path} ({err}); it will be trained again next time")
+        warnings.warn(
+            f"could not cache the tokenizer at {path} ({err}); it will be trained again next time", stacklevel=1
+        )
     return tok
 
 

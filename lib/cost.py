@@ -15,6 +15,8 @@ Source: Vaswani et al. 2017, §4 and Table 1 (self-attention: O(n² · d) operat
 
 from __future__ import annotations
 
+import functools
+import itertools
 import statistics
 import time
 import weakref
@@ -24,6 +26,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from torch import Tensor
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -99,8 +102,14 @@ def attention_flops(batch: int, heads: int, seq_q: int, seq_k: int, d_k: int, d_
     Source: Vaswani et al. 2017, Table 1 (O(n² · d) per self-attention layer).
     """
     d_v = d_k if d_v is None else d_v
-    for value, name in ((batch, "batch"), (heads, "heads"), (seq_q, "seq_q"), (seq_k, "seq_k"),
-                        (d_k, "d_k"), (d_v, "d_v")):
+    for value, name in (
+        (batch, "batch"),
+        (heads, "heads"),
+        (seq_q, "seq_q"),
+        (seq_k, "seq_k"),
+        (d_k, "d_k"),
+        (d_v, "d_v"),
+    ):
         _positive_int(value, name)
     return 2 * batch * heads * seq_q * seq_k * (d_k + d_v)
 
@@ -170,8 +179,9 @@ class _LiveTensorBytes(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        inputs = {t.untyped_storage().data_ptr()
-                  for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+        inputs = {
+            t.untyped_storage().data_ptr() for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)
+        }
         out = func(*args, **kwargs)
         for t in pytree.tree_leaves(out):
             if not isinstance(t, torch.Tensor):
@@ -296,10 +306,15 @@ def attention_cost(
         _positive_int(n, "each of seq_lens")
         gen = torch.Generator().manual_seed(seed)
         q, k, v = (torch.randn(batch, heads, n, d_k, generator=gen) for _ in range(3))
-        row = AttentionCost(seq_len=n, flops=attention_flops(batch, heads, n, n, d_k),
-                            weight_bytes=attention_weight_bytes(batch, heads, n))
-        calls = {"lib": lambda: scaled_dot_product_attention(q, k, v),
-                 "torch": lambda: F.scaled_dot_product_attention(q, k, v)}
+        row = AttentionCost(
+            seq_len=n,
+            flops=attention_flops(batch, heads, n, n, d_k),
+            weight_bytes=attention_weight_bytes(batch, heads, n),
+        )
+        calls = {
+            "lib": functools.partial(scaled_dot_product_attention, q, k, v),
+            "torch": functools.partial(F.scaled_dot_product_attention, q, k, v),
+        }
         if time_it:
             ms = median_ms(calls, repeats=repeats, warmup=warmup)
             row.lib_ms, row.torch_ms = ms["lib"], ms["torch"]
@@ -329,8 +344,8 @@ def attention_methods(
     - ``sliding window``: ``lib.efficient.sliding_window_attention`` with ``window`` each side;
     - ``linear (elu+1)``: ``lib.efficient.linear_attention``;
     - ``Performer``: ``lib.efficient.performer_attention`` with ``num_features``;
-    - ``LSH``: ``lib.efficient.lsh_attention`` with chunks of ``bucket_size`` (``num_buckets = n / bucket_size``, rounded
-      up to an even number, as Reformer keeps the chunk fixed and lets the buckets grow with n).
+    - ``LSH``: ``lib.efficient.lsh_attention`` with chunks of ``bucket_size`` (``num_buckets = n / bucket_size``,
+      rounded up to an even number, as Reformer keeps the chunk fixed and lets the buckets grow with n).
 
     Args:
         window: w of the sliding window, positions each side a query sees (>= 1).
@@ -348,8 +363,12 @@ def attention_methods(
     Raises:
         ValueError: a size < 1.
     """
-    for value, name in ((window, "window"), (num_features, "num_features"), (bucket_size, "bucket_size"),
-                        (num_hashes, "num_hashes")):
+    for value, name in (
+        (window, "window"),
+        (num_features, "num_features"),
+        (bucket_size, "bucket_size"),
+        (num_hashes, "num_hashes"),
+    ):
         _positive_int(value, name)
 
     def lsh(q, k, v):
@@ -433,7 +452,7 @@ def scaling_cost(
         raise ValueError("seq_lens must name at least one sequence length")
     for n in seq_lens:
         _positive_int(n, "each of seq_lens")
-    if any(b <= a for a, b in zip(seq_lens, seq_lens[1:])):
+    if any(b <= a for a, b in itertools.pairwise(seq_lens)):
         raise ValueError(f"seq_lens must increase, got {list(seq_lens)}")
     for value, name in ((batch, "batch"), (heads, "heads"), (d_k, "d_k"), (repeats, "repeats")):
         _positive_int(value, name)
@@ -445,7 +464,7 @@ def scaling_cost(
     for n in seq_lens:
         gen = torch.Generator().manual_seed(seed)
         q, k, v = (torch.randn(batch, heads, n, d_k, generator=gen) for _ in range(3))
-        calls = {name: (lambda f=methods[name]: f(q, k, v)) for name in active}
+        calls = {name: functools.partial(methods[name], q, k, v) for name in active}
         ms = median_ms(calls, repeats=repeats, warmup=warmup) if calls else {}
         for name in methods:
             point = ScalingPoint(name, n)
@@ -478,8 +497,10 @@ def crossover(seq_lens: Sequence[int], slower: Sequence[float | None], faster: S
         ValueError: the three sequences differ in length.
     """
     if not (len(seq_lens) == len(slower) == len(faster)):
-        raise ValueError(f"seq_lens, slower and faster must have one entry per length, got {len(seq_lens)}, "
-                         f"{len(slower)} and {len(faster)}")
+        raise ValueError(
+            f"seq_lens, slower and faster must have one entry per length, got {len(seq_lens)}, "
+            f"{len(slower)} and {len(faster)}"
+        )
     result = None
     for n, a, b in reversed(list(zip(seq_lens, slower, faster))):
         if b is None:

@@ -29,9 +29,9 @@ import shutil
 import tempfile
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import platformdirs
 import torch
@@ -182,9 +182,7 @@ def _read_pairs(de: Path, de_stat: tuple[int, int], en: Path, en_stat: tuple[int
     return tuple(zip(de_lines, en_lines))
 
 
-def load_multi30k(
-    split: str, root: str | os.PathLike | None = None, download: bool = True
-) -> list[tuple[str, str]]:
+def load_multi30k(split: str, root: str | os.PathLike | None = None, download: bool = True) -> list[tuple[str, str]]:
     """The (German, English) sentence pairs of one Multi30k split, checksummed, downloading if needed.
 
     Args:
@@ -259,9 +257,7 @@ def encode_pairs(
     return examples
 
 
-def token_batches(
-    examples: Sequence[Example], max_tokens: int, shuffle: bool = True, seed: int = 0
-) -> list[list[int]]:
+def token_batches(examples: Sequence[Example], max_tokens: int, shuffle: bool = True, seed: int = 0) -> list[list[int]]:
     """Group example indices into batches of similar length holding at most ``max_tokens`` tokens each.
 
     Examples are sorted by ``max(len(src), len(tgt))`` (then target, then source length) and packed
@@ -339,7 +335,7 @@ class Batch:
     def __len__(self) -> int:
         return self.src.shape[0]
 
-    def to(self, device: torch.device | str) -> "Batch":
+    def to(self, device: torch.device | str) -> Batch:
         """A new Batch with the three tensors moved to ``device``.
 
         Args:

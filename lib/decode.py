@@ -15,8 +15,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .special_tokens import BOS_ID, EOS_ID, PAD_ID
 from .interfaces import EncoderDecoder
+from .special_tokens import BOS_ID, EOS_ID, PAD_ID
 
 __all__ = ["greedy_decode", "beam_search", "length_penalty"]
 
@@ -57,6 +57,9 @@ def greedy_decode(
 
     Raises:
         ValueError: src not ``(batch, seq_s)`` integer ids; max_len < 1.
+
+    Source: Sutskever et al. 2014, "Sequence to Sequence Learning with Neural Networks", §3.2 (left-to-right
+    decoding; greedy is their beam search with a beam of size 1).
     """
     model.eval()
     steps = _max_steps(model, src, max_len)
@@ -79,7 +82,17 @@ def greedy_decode(
 
 
 def length_penalty(length: Tensor, alpha: float) -> Tensor:
-    """GNMT length penalty lp(Y) = ((5 + |Y|) / 6)^α; scores are divided by it (Wu et al. 2016, Eq. 14)."""
+    """GNMT length penalty lp(Y) = ((5 + |Y|) / 6)^α; beam scores (summed log-probabilities) are divided by it.
+
+    Args:
+        length: hypothesis lengths |Y| in tokens, any shape (float tensor).
+        alpha: exponent α (0 gives 1 everywhere, i.e. no normalisation; 0.6 in Vaswani et al. 2017).
+
+    Returns:
+        lp(Y), shaped like ``length``.
+
+    Source: Wu et al. 2016, "Google's Neural Machine Translation System", §7, Eq. (14).
+    """
     return ((5.0 + length) / 6.0) ** alpha
 
 

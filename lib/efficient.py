@@ -1,9 +1,10 @@
 """Efficient attention: four ways around the n × n score matrix, each checked against full attention.
 
 Full attention (``lib.attention.scaled_dot_product_attention``) scores every query against every key:
-``O(n² · d)`` time and an ``n × n`` weight matrix per head. The remedies of seed 002, each a function with
-the call shape of the book's core, ``f(query, key, value, ...) -> (output, weights or None)``, on tensors
-``(batch, heads, seq, d_k)`` (any leading dimensions work, as long as query, key and value agree on them):
+``O(n² · d)`` time and an ``n × n`` weight matrix per head. The remedies of the blog post "Deconstructing the
+Transformer" (解构Transformer), each a function with the call shape of the book's core, ``f(query, key, value,
+...) -> (output, weights or None)``, on tensors ``(batch, heads, seq, d_k)`` (any leading dimensions work, as
+long as query, key and value agree on them):
 
 - **sparse, local** — :func:`sliding_window_attention`: each query sees the keys within ±``window``
   positions, plus optional *global* tokens that see and are seen by everything (Longformer, Beltagy et al.
@@ -31,8 +32,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -400,8 +400,8 @@ def linear_attention_quadratic(
 
     The same numbers as :func:`linear_attention` (matrix products are associative), computed the expensive
     way: the ``n × n`` kernel matrix first, each row divided by its sum (this row sum is ``φ(Q) φ(K)ᵀ 1``, the
-    ``O(n²)`` order of the denominator that seed 002 writes), then multiplied by V. It also returns the weights,
-    which show what linear attention "attends to".
+    ``O(n²)`` order of the denominator that "Deconstructing the Transformer" writes), then multiplied by V. It
+    also returns the weights, which show what linear attention "attends to".
 
     Args:
         query, key, value, feature_map, causal: as in :func:`linear_attention`.
@@ -420,8 +420,11 @@ def linear_attention_quadratic(
     *lead, n_q, _ = query.shape
     n_k = key.size(-2)
     out, weights = _kernel_attention_quadratic(
-        phi(query.reshape(-1, n_q, query.size(-1))), phi(key.reshape(-1, n_k, key.size(-1))),
-        value.reshape(-1, n_k, value.size(-1)), causal)
+        phi(query.reshape(-1, n_q, query.size(-1))),
+        phi(key.reshape(-1, n_k, key.size(-1))),
+        value.reshape(-1, n_k, value.size(-1)),
+        causal,
+    )
     return out.reshape(*lead, n_q, value.size(-1)), weights.reshape(*lead, n_q, n_k)
 
 
@@ -481,7 +484,9 @@ def _random_projection(m: int, d: int, seed: int, orthogonal: bool) -> Tensor:
 
 def _check_projection(x: Tensor, projection: Tensor) -> None:
     if not isinstance(projection, Tensor) or projection.dim() != 2:
-        raise ValueError(f"projection must be a (num_features, d_k) tensor, got {getattr(projection, 'shape', projection)!r}")
+        raise ValueError(
+            f"projection must be a (num_features, d_k) tensor, got {getattr(projection, 'shape', projection)!r}"
+        )
     if not isinstance(x, Tensor) or x.dim() < 1 or x.size(-1) != projection.size(1):
         raise ValueError(
             f"x must have d_k = {projection.size(1)} features in its last dimension (the projection's columns), "
@@ -563,7 +568,7 @@ def performer_attention(
     *lead, n_q, d_k = query.shape
     n_k = key.size(-2)
     w = random_projection(m, d_k, seed=seed, orthogonal=orthogonal, dtype=query.dtype).to(query.device)
-    scale = d_k ** -0.25
+    scale = d_k**-0.25
     q = query.reshape(-1, n_q, d_k) * scale  # (B, n_q, d_k)
     k = key.reshape(-1, n_k, d_k) * scale
     # log φ without the 1/√m (it cancels): ωᵀx − ‖x‖²/2
@@ -648,8 +653,9 @@ def lsh_hash(x: Tensor, rotations: Tensor, num_buckets: int | None = None) -> Te
         num_buckets = 2 * rotations.size(-1)
     _check_buckets(num_buckets, rotations.size(0))
     if num_buckets > 1 and rotations.size(-1) != num_buckets // 2:
-        raise ValueError(f"num_buckets={num_buckets} needs rotations with {num_buckets // 2} columns, "
-                         f"got {rotations.size(-1)}")
+        raise ValueError(
+            f"num_buckets={num_buckets} needs rotations with {num_buckets // 2} columns, got {rotations.size(-1)}"
+        )
     if num_buckets == 1:
         return torch.zeros(*x.shape[:-2], rotations.size(0), x.size(-2), dtype=torch.long, device=x.device)
     projected = torch.einsum("...sd,hdb->...hsb", x, rotations.to(x.dtype))  # (..., hashes, seq, nb/2)
@@ -772,11 +778,20 @@ def lsh_attention(
     Source: Kitaev et al. 2020, "Reformer: The Efficient Transformer", §2 (LSH attention, Eq. 2–5, Fig. 2,
     multi-round hashing, shared-QK, causal masking and the masking of attention to oneself).
     """
-    if key is not None and key is not query and not (
-            isinstance(key, Tensor) and isinstance(query, Tensor) and key.shape == query.shape
-            and torch.equal(key, query)):
-        raise ValueError("lsh_attention shares queries and keys (Reformer's shared-QK attention): pass key=None "
-                         "or key=query; the keys attended to are query / ||query||")
+    if (
+        key is not None
+        and key is not query
+        and not (
+            isinstance(key, Tensor)
+            and isinstance(query, Tensor)
+            and key.shape == query.shape
+            and torch.equal(key, query)
+        )
+    ):
+        raise ValueError(
+            "lsh_attention shares queries and keys (Reformer's shared-QK attention): pass key=None "
+            "or key=query; the keys attended to are query / ||query||"
+        )
     _check_qkv(query, query, value, self_attention=True)
     _check_buckets(num_buckets, num_hashes)
     *lead, n, d = query.shape

@@ -43,6 +43,7 @@ __all__ = [
 
 # --- the synthetic task --------------------------------------------------------------------------
 
+
 def sequence_task(
     n: int,
     min_len: int,
@@ -57,6 +58,16 @@ def sequence_task(
     :mod:`lib.bpe`); lengths are uniform in ``[min_len, max_len]``. ``kind="reverse"``: the target is
     the source backwards; ``"copy"``: the source itself. The pairs have no specials, like
     ``lib.data.encode_pairs`` output, so ``lib.training.train`` takes them directly.
+
+    Args:
+        n: number of pairs.
+        min_len, max_len: shortest and longest source, in symbols (both included).
+        num_symbols: size of the alphabet (the ids 4 … 4 + num_symbols − 1).
+        kind: ``"reverse"`` (target = source backwards) or ``"copy"`` (target = source).
+        seed: seeds a private ``random.Random``; the same seed gives the same pairs.
+
+    Returns:
+        ``n`` pairs ``(source, target)``, two lists of token ids of the same length.
 
     Raises:
         ValueError: ``min_len < 1``, ``max_len < min_len``, ``num_symbols < 2``, unknown kind.
@@ -77,11 +88,14 @@ def sequence_task(
 
 @dataclass
 class LengthAccuracy:
-    """Accuracy of greedy outputs per source length.
+    """Accuracy of greedy outputs per source length; the lists are aligned, one entry per length.
 
-    ``lengths``: the lengths measured; ``token``: fraction of target positions predicted right (a
-    missing or extra token counts as wrong; denominator max(len(output), len(target))); ``sequence``:
-    fraction of outputs exactly right; ``count``: sequences per length.
+    Attributes:
+        lengths: the source lengths measured, ascending.
+        token: mean fraction of target positions predicted right, in [0, 1] (a missing or extra token counts
+            as wrong: the denominator is max(len(output), len(target))).
+        sequence: fraction of outputs exactly right, in [0, 1].
+        count: number of sequences of that length.
     """
 
     lengths: list[int]
@@ -91,18 +105,35 @@ class LengthAccuracy:
 
 
 @torch.no_grad()
-def accuracy_by_length(model: nn.Module, pairs: list[tuple[list[int], list[int]]], batch_size: int = 200,
-                       device: torch.device | str = "cpu") -> LengthAccuracy:
+def accuracy_by_length(
+    model: nn.Module,
+    pairs: list[tuple[list[int], list[int]]],
+    batch_size: int = 200,
+    device: torch.device | str = "cpu",
+) -> LengthAccuracy:
     """Greedy-decode ``pairs``' sources and score the outputs against their targets, per source length.
 
-    Works for any model that ``lib.decode.greedy_decode`` can drive (recurrent or Transformer).
+    Works for any model that ``lib.decode.greedy_decode`` can drive (recurrent or Transformer). Each source
+    gets EOS appended, as in training; the model is put in eval mode and moved to ``device``.
+
+    Args:
+        model: a trained encoder–decoder (``lib.interfaces.EncoderDecoder``).
+        pairs: ``(source, target)`` token-id lists without specials, e.g. from :func:`sequence_task`.
+        batch_size: sentences decoded at once.
+        device: where to run the model.
+
+    Returns:
+        A :class:`LengthAccuracy` over the source lengths present in ``pairs``.
+
+    Raises:
+        ValueError: ``pairs`` is empty.
     """
     if not pairs:
         raise ValueError("pairs is empty")
     model.eval().to(device)
     by_len: dict[int, list[tuple[float, float]]] = {}
     for start in range(0, len(pairs), batch_size):
-        chunk = pairs[start:start + batch_size]
+        chunk = pairs[start : start + batch_size]
         width = max(len(s) for s, _ in chunk) + 1
         src = pad_batch([s + [EOS_ID] for s, _ in chunk])
         outs = greedy_decode(model, src.to(device), max_len=width + 5)
@@ -120,14 +151,20 @@ def accuracy_by_length(model: nn.Module, pairs: list[tuple[list[int], list[int]]
 
 # --- the bottleneck experiment, trained once and cached ------------------------------------------
 
+
 @dataclass
 class ReversalExperiment:
     """One model trained on the reversal task and measured.
 
-    ``accuracy``: :class:`LengthAccuracy` on fresh test sequences; ``history``: the training loop's
-    validation history; ``steps``/``minutes``: what training took (minutes = training time on the
-    machine that ran it, so it varies); ``model``: the trained :class:`Seq2Seq` (eval mode, CPU);
-    ``cached``: True when loaded from the cache instead of trained now.
+    Attributes:
+        attention: the score function's name, or None for the fixed-vector model.
+        accuracy: :class:`LengthAccuracy` on 1,000 fresh test sequences.
+        history: the training loop's validation history (``lib.training.TrainResult.history``).
+        steps: optimiser steps taken.
+        minutes: training time on the machine that ran it (so it varies).
+        model: the trained :class:`Seq2Seq` (eval mode, CPU).
+        settings: the arguments of :func:`reversal_experiment` (and a format version) that name the cache file.
+        cached: True when loaded from the cache instead of trained now.
     """
 
     attention: str | None
@@ -181,24 +218,45 @@ def reversal_experiment(
     Returns:
         A :class:`ReversalExperiment`.
     """
-    settings = dict(attention=attention, steps=steps, min_len=min_len, max_len=max_len, num_symbols=num_symbols,
-                    d_embed=d_embed, d_hidden=d_hidden, seed=seed, version=2)
+    settings = dict(
+        attention=attention,
+        steps=steps,
+        min_len=min_len,
+        max_len=max_len,
+        num_symbols=num_symbols,
+        d_embed=d_embed,
+        d_hidden=d_hidden,
+        seed=seed,
+        version=2,
+    )
     key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
     folder = _cache_root(cache_dir)
     path = folder / f"reversal-{attention or 'fixed'}-{key}.pt"
-    config = Seq2SeqConfig(4 + num_symbols, d_embed=d_embed, d_hidden=d_hidden, attention=attention, dropout=0.0,
-                           max_len=2 * max_len + 10)
+    config = Seq2SeqConfig(
+        4 + num_symbols, d_embed=d_embed, d_hidden=d_hidden, attention=attention, dropout=0.0, max_len=2 * max_len + 10
+    )
     if path.is_file():
         try:
             state = torch.load(path, map_location="cpu", weights_only=True)
             model = Seq2Seq(config)
             model.load_state_dict(state["model"])
-            return ReversalExperiment(attention, LengthAccuracy(**state["accuracy"]), state["history"], state["steps"],
-                                      state["minutes"], model.eval(), settings, cached=True)
+            return ReversalExperiment(
+                attention,
+                LengthAccuracy(**state["accuracy"]),
+                state["history"],
+                state["steps"],
+                state["minutes"],
+                model.eval(),
+                settings,
+                cached=True,
+            )
         except (OSError, EOFError, RuntimeError, pickle.UnpicklingError, KeyError, TypeError) as err:
             # unreadable, truncated or from another version of this function: say so, then train again
-            warnings.warn(f"the cached experiment {path} could not be read ({type(err).__name__}: {err}); "
-                          "training it again (one to two minutes)", stacklevel=2)
+            warnings.warn(
+                f"the cached experiment {path} could not be read ({type(err).__name__}: {err}); "
+                "training it again (one to two minutes)",
+                stacklevel=2,
+            )
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # one thread: the same model on any core count (and, for these small sizes, fastest)
     try:
@@ -211,12 +269,22 @@ def reversal_experiment(
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
         with os.fdopen(fd, "wb") as f:
-            torch.save(dict(model=model.state_dict(), accuracy=asdict(accuracy), history=result.history,
-                            steps=result.steps, minutes=result.minutes, settings=settings), f)
+            torch.save(
+                dict(
+                    model=model.state_dict(),
+                    accuracy=asdict(accuracy),
+                    history=result.history,
+                    steps=result.steps,
+                    minutes=result.minutes,
+                    settings=settings,
+                ),
+                f,
+            )
         os.replace(tmp, path)
     except OSError as err:  # an unwritable cache only costs a retrain next time
-        warnings.warn(f"could not write the experiment cache {path} ({err}); it will be trained again next time",
-                      stacklevel=2)
+        warnings.warn(
+            f"could not write the experiment cache {path} ({err}); it will be trained again next time", stacklevel=2
+        )
     return ReversalExperiment(attention, accuracy, result.history, result.steps, result.minutes, model, settings)
 
 
@@ -224,10 +292,24 @@ def _train_reversal(model: Seq2Seq, settings: dict, progress: bool) -> tuple[Tra
     seed, min_len, max_len, num_symbols = (settings[k] for k in ("seed", "min_len", "max_len", "num_symbols"))
     pairs = sequence_task(20_000, min_len, max_len, num_symbols, seed=seed)
     val = make_batches(sequence_task(500, min_len, max_len, num_symbols, seed=seed + 1), 4000, PAD_ID, BOS_ID, EOS_ID)
-    tconf = TrainConfig(max_tokens=2000, peak_lr=3e-3, warmup=100, label_smoothing=0.0, max_steps=settings["steps"],
-                        eval_every_minutes=0.1, seed=seed)
-    result = train(model, translation_batches(pairs, tconf.max_tokens, tconf.seed), tconf,
-                   evaluate=lambda m: evaluate_loss(m, val), device="cpu", progress=progress, log=lambda *_: None)
+    tconf = TrainConfig(
+        max_tokens=2000,
+        peak_lr=3e-3,
+        warmup=100,
+        label_smoothing=0.0,
+        max_steps=settings["steps"],
+        eval_every_minutes=0.1,
+        seed=seed,
+    )
+    result = train(
+        model,
+        translation_batches(pairs, tconf.max_tokens, tconf.seed),
+        tconf,
+        evaluate=lambda m: evaluate_loss(m, val),
+        device="cpu",
+        progress=progress,
+        log=lambda *_: None,
+    )
     accuracy = accuracy_by_length(model, sequence_task(1000, min_len, max_len, num_symbols, seed=seed + 2))
     model.eval()
     return result, accuracy

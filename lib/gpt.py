@@ -75,13 +75,29 @@ class GPTConfig(Config):
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 
     @classmethod
-    def tiny(cls, vocab_size: int, **overrides) -> "GPTConfig":
-        """The book's CPU-sized model: d_model 128, 4 heads, 2 layers, d_ff 512, 48 positions, pre-LN."""
+    def tiny(cls, vocab_size: int, **overrides) -> GPTConfig:
+        """The book's CPU-sized model: d_model 128, 4 heads, 2 layers, d_ff 512, 48 positions, pre-LN.
+
+        Args:
+            vocab_size: the tokenizer's vocabulary size.
+            **overrides: any other field, replacing the preset's value.
+
+        Returns:
+            The :class:`GPTConfig`.
+        """
         return cls(vocab_size, **{**dict(d_model=128, num_heads=4, num_layers=2, d_ff=512, max_len=48), **overrides})
 
     @classmethod
-    def gpt1(cls, vocab_size: int = 40478, **overrides) -> "GPTConfig":
-        """GPT-1: 12 layers, d_model 768, 12 heads, d_ff 3072, 512 positions, post-LN (Radford et al. 2018, §4.1)."""
+    def gpt1(cls, vocab_size: int = 40478, **overrides) -> GPTConfig:
+        """GPT-1: 12 layers, d_model 768, 12 heads, d_ff 3072, 512 positions, post-LN (Radford et al. 2018, §4.1).
+
+        Args:
+            vocab_size: the tokenizer's vocabulary size (default 40478, GPT-1's BPE vocabulary).
+            **overrides: any other field, replacing the preset's value.
+
+        Returns:
+            The :class:`GPTConfig`.
+        """
         kw = dict(d_model=768, num_heads=12, num_layers=12, d_ff=3072, max_len=512, norm_first=False)
         return cls(vocab_size, **{**kw, **overrides})
 
@@ -93,6 +109,9 @@ class GPT(nn.Module):
     ``logits[:, t]`` is the model's P(u_{t+1} | u_0..u_t). Right-padding needs no extra mask: padding comes after
     the real tokens, which never attend to it.
 
+    Args:
+        config: the model's sizes (:class:`GPTConfig`).
+
     Source: Radford et al. 2018, §3.1, Eq. (2).
     """
 
@@ -100,12 +119,20 @@ class GPT(nn.Module):
         super().__init__()
         c = config
         self.config = c
-        self.token_embed = nn.Embedding(c.vocab_size, c.d_model)      # W_e
-        self.position_embed = nn.Embedding(c.max_len, c.d_model)      # W_p (learned)
+        self.token_embed = nn.Embedding(c.vocab_size, c.d_model)  # W_e
+        self.position_embed = nn.Embedding(c.max_len, c.d_model)  # W_p (learned)
         self.dropout = nn.Dropout(c.dropout)
         self.layers = nn.ModuleList(
-            EncoderLayer(c.d_model, c.num_heads, c.d_ff, c.dropout, c.dropout, norm_first=c.norm_first,
-                         activation=c.activation, fused=True)
+            EncoderLayer(
+                c.d_model,
+                c.num_heads,
+                c.d_ff,
+                c.dropout,
+                c.dropout,
+                norm_first=c.norm_first,
+                activation=c.activation,
+                fused=True,
+            )
             for _ in range(c.num_layers)
         )
         self.final_norm = nn.LayerNorm(c.d_model) if c.norm_first else nn.Identity()
@@ -120,7 +147,11 @@ class GPT(nn.Module):
                 nn.init.zeros_(module.bias)
 
     def num_parameters(self) -> int:
-        """Number of trainable parameters (W_e counted once: the output layer reuses it)."""
+        """Number of trainable parameters (W_e counted once: the output layer reuses it).
+
+        Returns:
+            The count of scalar weights with ``requires_grad``.
+        """
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
 
     @overload
@@ -153,14 +184,14 @@ class GPT(nn.Module):
         if ids.numel() and (ids.min() < 0 or ids.max() >= c.vocab_size):
             raise ValueError(f"ids must be in [0, vocab_size={c.vocab_size})")
         positions = torch.arange(ids.size(1), device=ids.device)
-        h = self.dropout(self.token_embed(ids) + self.position_embed(positions)[None])   # h₀ = U W_e + W_p
-        mask = causal_mask(ids.size(1), ids.device)                                       # (seq, seq)
+        h = self.dropout(self.token_embed(ids) + self.position_embed(positions)[None])  # h₀ = U W_e + W_p
+        mask = causal_mask(ids.size(1), ids.device)  # (seq, seq)
         weights = []
         for layer in self.layers:
-            h, w = layer(h, mask, return_attention)                                       # h_l = block(h_{l-1})
+            h, w = layer(h, mask, return_attention)  # h_l = block(h_{l-1})
             if return_attention:
                 weights.append(w)
-        logits = self.final_norm(h) @ self.token_embed.weight.T                          # h_n W_eᵀ (softmax in the loss)
+        logits = self.final_norm(h) @ self.token_embed.weight.T  # h_n W_eᵀ (softmax in the loss)
         return (logits, AttentionMaps(decoder=weights)) if return_attention else logits
 
 
@@ -183,10 +214,12 @@ def lm_loss(logits: Tensor, ids: Tensor, pad_id: int = PAD_ID) -> Tensor:
     Source: Radford et al. 2018, §3.1, Eq. (1) (maximising L₁ = minimising this loss).
     """
     if logits.dim() != 3 or logits.shape[:2] != ids.shape:
-        raise ValueError(f"logits (batch, seq, vocab) {tuple(logits.shape)} and ids (batch, seq) {tuple(ids.shape)} do not match")
+        raise ValueError(
+            f"logits (batch, seq, vocab) {tuple(logits.shape)} and ids (batch, seq) {tuple(ids.shape)} do not match"
+        )
     if ids.size(1) < 2:
         raise ValueError("need at least 2 tokens per row to predict one")
-    pred, target = logits[:, :-1], ids[:, 1:]                                  # shift: t predicts t + 1
+    pred, target = logits[:, :-1], ids[:, 1:]  # shift: t predicts t + 1
     return F.cross_entropy(pred.reshape(-1, pred.size(-1)), target.reshape(-1), ignore_index=pad_id)
 
 
@@ -241,13 +274,13 @@ def generate(
     model.eval()
     finished = torch.zeros(ids.size(0), dtype=torch.bool, device=ids.device)
     for _ in range(max_new_tokens):
-        logits = model(ids[:, -max_len:])[:, -1]                               # (batch, vocab): the next token
+        logits = model(ids[:, -max_len:])[:, -1]  # (batch, vocab): the next token
         if temperature == 0 or top_k == 1:
             nxt = logits.argmax(-1)
         else:
             logits = logits / temperature
             if top_k is not None and top_k < logits.size(-1):
-                kth = logits.topk(top_k, dim=-1).values[:, -1:]                    # (batch, 1)
+                kth = logits.topk(top_k, dim=-1).values[:, -1:]  # (batch, 1)
                 logits = logits.masked_fill(logits < kth, float("-inf"))
             probs = torch.softmax(logits, dim=-1)
             nxt = torch.multinomial(probs, 1, generator=generator).squeeze(1)

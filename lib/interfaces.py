@@ -148,7 +148,18 @@ class EncoderDecoder(Protocol):
         """Teacher-forced forward pass: logits ``(batch, seq_t, vocab)`` for ``src`` and ``tgt``."""
 
     def parameters(self, recurse: bool = True) -> Any:
-        """The model's parameters (``torch.nn.Module.parameters``)."""
+        """The model's parameters (``torch.nn.Module.parameters``).
+
+        Args:
+            recurse: include the parameters of submodules (torch's default True).
+
+        Returns:
+            An iterator over the ``nn.Parameter`` tensors (a tied matrix appears once).
+        """
 
     def eval(self) -> nn.Module:
-        """Evaluation mode (``torch.nn.Module.eval``)."""
+        """Evaluation mode (``torch.nn.Module.eval``): dropout off.
+
+        Returns:
+            The model itself.
+        """

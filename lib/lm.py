@@ -14,8 +14,8 @@ Source: Devlin et al. (2019), §3.1 and Appendix A.2; Radford et al. (2018), §3
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
-from typing import Any, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -48,13 +48,22 @@ def sentence_batches(items: Sequence[Any], batch_size: int, seed: int = 0) -> Ca
     def batches(epoch: int) -> list[list[Any]]:
         order = list(range(len(items)))
         random.Random(seed + epoch).shuffle(order)
-        return [[items[j] for j in order[i : i + batch_size]] for i in range(0, len(order) - batch_size + 1, batch_size)]
+        return [
+            [items[j] for j in order[i : i + batch_size]] for i in range(0, len(order) - batch_size + 1, batch_size)
+        ]
 
     return batches
 
 
 def gpt_sequences(sentences: Sequence[Sequence[int]], max_len: int) -> list[list[int]]:
     """``<s> u₁ … u_m </s>`` for each tokenised sentence, cut to ``max_len`` tokens (longer ones lose their end).
+
+    Args:
+        sentences: token-id lists without specials.
+        max_len: most tokens per sequence, BOS and EOS included (GPT's context, ``GPTConfig.max_len``).
+
+    Returns:
+        One list of ids per sentence, starting with BOS; ending with EOS unless it was cut.
 
     Raises:
         ValueError: max_len < 2.
@@ -65,7 +74,15 @@ def gpt_sequences(sentences: Sequence[Sequence[int]], max_len: int) -> list[list
 
 
 def unigram_counts(sequences: Sequence[Sequence[int]], vocab_size: int) -> Tensor:
-    """How often each id occurs in ``sequences``: ``(vocab_size,)`` float tensor (a unigram model's counts)."""
+    """How often each id occurs in ``sequences`` (a unigram model's counts).
+
+    Args:
+        sequences: token-id lists, every id in ``[0, vocab_size)``.
+        vocab_size: number of ids counted.
+
+    Returns:
+        ``(vocab_size,)`` float64 tensor of counts.
+    """
     counts = torch.zeros(vocab_size, dtype=torch.float64)
     for s in sequences:
         counts += torch.bincount(torch.as_tensor(list(s), dtype=torch.long), minlength=vocab_size).double()
@@ -73,7 +90,18 @@ def unigram_counts(sequences: Sequence[Sequence[int]], vocab_size: int) -> Tenso
 
 
 def collate_pairs(rows: Sequence[tuple[list[int], list[int]]], pad_id: int = PAD_ID) -> tuple[Tensor, Tensor]:
-    """Right-pad ``(ids, segment_ids)`` rows into two ``(batch, seq)`` LongTensors (padding: ``pad_id`` / segment 0)."""
+    """Right-pad BERT's ``(ids, segment_ids)`` rows into two batch tensors.
+
+    Args:
+        rows: ``(ids, segment_ids)`` pairs of equal-length lists, e.g. from ``lib.bert.pack_pair``.
+        pad_id: the padding id of ``ids``; segment ids are padded with 0.
+
+    Returns:
+        ``(ids, segment_ids)``, two ``(batch, seq)`` LongTensors, seq = the longest row.
+
+    Raises:
+        ValueError: ``rows`` is empty.
+    """
     if not rows:
         raise ValueError("collate_pairs needs at least one row")
     return pad_batch([ids for ids, _ in rows], pad_id), pad_batch([seg for _, seg in rows], 0)

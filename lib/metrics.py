@@ -6,6 +6,7 @@ Post (2018), "A Call for Clarity in Reporting BLEU Scores" (sacreBLEU and its si
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from sacrebleu.metrics import BLEU
@@ -116,7 +117,7 @@ def bleu_by_length(
     """
     if not len(hypotheses) == len(references) == len(lengths):
         raise ValueError(f"got {len(hypotheses)} hypotheses, {len(references)} references and {len(lengths)} lengths")
-    if not edges or any(b <= a for a, b in zip(edges, edges[1:])):
+    if not edges or any(b <= a for a, b in itertools.pairwise(edges)):
         raise ValueError(f"edges must be a non-empty, strictly increasing list, got {edges}")
     bounds = list(zip(edges, [e - 1 for e in edges[1:]] + [10**9]))
     out = []

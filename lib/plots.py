@@ -20,14 +20,13 @@ import io
 import json
 import unicodedata
 import warnings
-from dataclasses import dataclass, field
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from matplotlib import font_manager
-from matplotlib import rcParams
+from matplotlib import font_manager, rcParams
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
@@ -49,11 +48,26 @@ _ANNOTATE_MAX = 8
 # Preferred CJK fonts, best first; any other installed font whose name contains one of
 # ``_CJK_NAME_PARTS`` is used after these.
 _CJK_FONTS = (
-    "Noto Sans CJK SC", "Noto Sans CJK JP", "Noto Sans CJK TC", "Noto Sans CJK KR",
-    "Noto Sans CJK HK", "Noto Sans SC", "Source Han Sans SC", "Source Han Sans",
-    "WenQuanYi Micro Hei", "WenQuanYi Zen Hei", "Droid Sans Fallback",
-    "AR PL UMing CN", "AR PL UKai CN", "Noto Serif CJK SC", "Noto Serif CJK JP",
-    "PingFang SC", "Hiragino Sans GB", "Heiti SC", "Microsoft YaHei", "SimHei",
+    "Noto Sans CJK SC",
+    "Noto Sans CJK JP",
+    "Noto Sans CJK TC",
+    "Noto Sans CJK KR",
+    "Noto Sans CJK HK",
+    "Noto Sans SC",
+    "Source Han Sans SC",
+    "Source Han Sans",
+    "WenQuanYi Micro Hei",
+    "WenQuanYi Zen Hei",
+    "Droid Sans Fallback",
+    "AR PL UMing CN",
+    "AR PL UKai CN",
+    "Noto Serif CJK SC",
+    "Noto Serif CJK JP",
+    "PingFang SC",
+    "Hiragino Sans GB",
+    "Heiti SC",
+    "Microsoft YaHei",
+    "SimHei",
     "Arial Unicode MS",
 )
 _CJK_NAME_PARTS = ("CJK", "WenQuanYi", "Droid Sans Fallback", "AR PL", "Source Han")
@@ -85,8 +99,7 @@ def _squeeze_leading(arr: np.ndarray, ndim: int, name: str, what: str) -> np.nda
         arr = arr[0]
     if arr.ndim != ndim:
         raise ValueError(
-            f"{name} must be {ndim}-D {what} (leading size-1 axes are dropped), "
-            f"got shape {tuple(original)}"
+            f"{name} must be {ndim}-D {what} (leading size-1 axes are dropped), got shape {tuple(original)}"
         )
     if arr.size == 0:
         raise ValueError(f"{name} must not be empty, got shape {tuple(original)}")
@@ -101,9 +114,7 @@ def _check_labels(labels: Sequence[Any] | None, size: int, arg: str, axis: str) 
         raise ValueError(f"{arg} must be a sequence of labels (one per token), not one string")
     labels = [str(label) for label in labels]
     if len(labels) != size:
-        raise ValueError(
-            f"{arg} has {len(labels)} labels but the {axis} has {size} positions"
-        )
+        raise ValueError(f"{arg} has {len(labels)} labels but the {axis} has {size} positions")
     return labels
 
 
@@ -191,8 +202,9 @@ def _display_width(label: str) -> int:
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in label)
 
 
-def _set_ticks(ax: Any, axis: str, labels: list[str] | None, size: int,
-               rotate: bool = False, fontsize: float | None = None) -> None:
+def _set_ticks(
+    ax: Any, axis: str, labels: list[str] | None, size: int, rotate: bool = False, fontsize: float | None = None
+) -> None:
     """Put one tick per position with ``labels`` on the x or y axis of ``ax``."""
     target = ax.xaxis if axis == "x" else ax.yaxis
     if labels is None:
@@ -352,8 +364,7 @@ def plot_attention(
                     if not np.isfinite(value):
                         continue
                     colour = _text_colour(cmap_obj(im.norm(value)))
-                    ax.text(j, i, f"{value:.2f}", ha="center", va="center",
-                            fontsize=size, color=colour)
+                    ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=size, color=colour)
         if colorbar:
             fig.colorbar(im, ax=ax, fraction=0.05, pad=0.03)
     return fig
@@ -454,8 +465,7 @@ def plot_attention_grid(
         for r in range(rows):
             for c in range(cols):
                 ax = axes[r, c]
-                im = ax.imshow(w[r, c], cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto",
-                               interpolation="nearest")
+                im = ax.imshow(w[r, c], cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest")
                 _set_ticks(ax, "x", xl, seq_k, rotate=rotate, fontsize=x_font)
                 _set_ticks(ax, "y", yl, seq_q, fontsize=y_font)
                 ax.tick_params(labelbottom=(r == rows - 1), labelleft=(c == 0), labelsize=7)
@@ -630,8 +640,7 @@ def plot_mask(
         fig = Figure(figsize=figsize, layout="constrained")
         ax = fig.add_subplot()
         colours = ListedColormap(["#d9d9d9", "#2c7fb8"])  # False: grey, True: blue
-        ax.imshow(m.astype(int), cmap=colours, vmin=0, vmax=1, aspect="auto",
-                  interpolation="nearest")
+        ax.imshow(m.astype(int), cmap=colours, vmin=0, vmax=1, aspect="auto", interpolation="nearest")
         _set_ticks(ax, "x", xl, seq_k, rotate=rotate, fontsize=x_font)
         _set_ticks(ax, "y", yl, seq_q, fontsize=_tick_fontsize(seq_q))
         # white lines between cells
@@ -644,9 +653,11 @@ def plot_mask(
         if title:
             ax.set_title(title)
         ax.legend(
-            handles=[Patch(color="#2c7fb8", label="True: may attend"),
-                     Patch(color="#d9d9d9", label="False: masked")],
-            loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, fontsize=8,
+            handles=[Patch(color="#2c7fb8", label="True: may attend"), Patch(color="#d9d9d9", label="False: masked")],
+            loc="upper left",
+            bbox_to_anchor=(1.02, 1.0),
+            frameon=False,
+            fontsize=8,
         )
     return fig
 
@@ -759,7 +770,7 @@ class FigureSlider:
 
     name: str
     labels: tuple[str, ...]
-    frames: tuple[bytes, ...] = field(repr=False)   # the notebook's text/plain output stays short
+    frames: tuple[bytes, ...] = field(repr=False)  # the notebook's text/plain output stays short
     index: int
     alt: str
     uid: str
@@ -769,8 +780,9 @@ class FigureSlider:
         name = html.escape(self.name)
         label = html.escape(self.labels[self.index])
         alt = html.escape(self.alt.replace("{value}", self.labels[self.index]))
-        data = json.dumps({"frames": urls, "labels": list(self.labels),
-                           "alts": [self.alt.replace("{value}", v) for v in self.labels]})
+        data = json.dumps(
+            {"frames": urls, "labels": list(self.labels), "alts": [self.alt.replace("{value}", v) for v in self.labels]}
+        )
         # The data sits in a JSON script (not executed); the small script below reads it, so the
         # page needs no library and no network.
         return (
@@ -846,9 +858,7 @@ def figure_slider(
     for value in values:
         fig = view(value)
         if not hasattr(fig, "savefig"):
-            raise ValueError(
-                f"view({value!r}) returned {type(fig).__name__}; it must return a matplotlib Figure"
-            )
+            raise ValueError(f"view({value!r}) returned {type(fig).__name__}; it must return a matplotlib Figure")
         buf = io.BytesIO()
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=_GLYPH_WARNING, category=UserWarning)
@@ -857,8 +867,14 @@ def figure_slider(
         frames.append(buf.getvalue())
         labels.append(str(fmt(value)))
     uid = "figure-slider-" + _digest(name, labels, frames)
-    return FigureSlider(name=name, labels=tuple(labels), frames=tuple(frames), index=index,
-                        alt=alt if alt is not None else f"{name} = {{value}}", uid=uid)
+    return FigureSlider(
+        name=name,
+        labels=tuple(labels),
+        frames=tuple(frames),
+        index=index,
+        alt=alt if alt is not None else f"{name} = {{value}}",
+        uid=uid,
+    )
 
 
 def _digest(name: str, labels: Sequence[str], frames: Sequence[bytes]) -> str:

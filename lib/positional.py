@@ -92,4 +92,3 @@ class PositionalEncoding(nn.Module):
                 "build the model with a larger max_len"
             )
         return self.dropout(x + self.pe[offset:end])
-

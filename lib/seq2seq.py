@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from typing import Literal, overload
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
@@ -48,8 +47,18 @@ from .interfaces import AttentionMaps
 from .special_tokens import PAD_ID
 
 __all__ = [
-    "SCORES", "Seq2SeqConfig", "AttentionScore", "AdditiveScore", "DotScore", "ScaledDotScore", "GeneralScore",
-    "make_score", "attend", "Encoder", "DecoderState", "Seq2Seq",
+    "SCORES",
+    "Seq2SeqConfig",
+    "AttentionScore",
+    "AdditiveScore",
+    "DotScore",
+    "ScaledDotScore",
+    "GeneralScore",
+    "make_score",
+    "attend",
+    "Encoder",
+    "DecoderState",
+    "Seq2Seq",
 ]
 
 #: The score functions :func:`make_score` knows.
@@ -57,6 +66,7 @@ SCORES = ("additive", "dot", "scaled_dot", "general")
 
 
 # --- configuration -------------------------------------------------------------------------------
+
 
 @dataclass
 class Seq2SeqConfig(Config):
@@ -78,7 +88,9 @@ class Seq2SeqConfig(Config):
         architecture: always ``"seq2seq"``; lets :func:`lib.checkpoint.load_run` pick the class.
 
     Raises:
-        ValueError: unknown ``attention``; odd ``d_hidden``; a non-positive size.
+        ValueError: unknown ``attention``; odd ``d_hidden``; a non-positive size; dropout outside [0, 1).
+
+    Source: Bahdanau et al. 2015, §4.2 and App. A (m = 620, n = 1000, n' = 1000); Cho et al. 2014, §2.2.
     """
 
     vocab_size: int
@@ -110,21 +122,43 @@ class Seq2SeqConfig(Config):
         return self.d_hidden
 
 
-
 # --- score functions -----------------------------------------------------------------------------
+
 
 class AttentionScore(nn.Module):
     """Base class: scores one decoder query against every encoder state.
 
     ``prepare(keys)`` does the per-sentence work once (e.g. W_k h_j for all j); ``forward(query,
     prepared)`` is then called at every decoding step.
+
+    Source: Bahdanau et al. 2015, §3.1, Eq. (6) (the alignment model a(s_{i-1}, h_j)); Luong et al. 2015, §3.1,
+    Eq. (8) (the score functions compared).
     """
 
     def prepare(self, keys: Tensor) -> Tensor:
-        """``keys (batch, seq_s, d_hidden)`` → whatever ``forward`` needs (default: the keys)."""
+        """The per-sentence, step-independent part of the score (default: the keys unchanged).
+
+        Args:
+            keys: encoder states h_j, ``(batch, seq_s, d_key)``.
+
+        Returns:
+            What :meth:`forward` takes as ``prepared``; here the keys, ``(batch, seq_s, d_key)``.
+        """
         return keys
 
     def forward(self, query: Tensor, prepared: Tensor) -> Tensor:  # pragma: no cover - abstract
+        """Score one decoder query against every source position.
+
+        Args:
+            query: the previous decoder state s_{i-1}, ``(batch, d_query)``.
+            prepared: the output of :meth:`prepare`, ``(batch, seq_s, ·)``.
+
+        Returns:
+            Scores e_i·, ``(batch, seq_s)`` (unnormalised; :func:`attend` applies the softmax).
+
+        Raises:
+            NotImplementedError: always; the subclasses implement it.
+        """
         raise NotImplementedError
 
 
@@ -133,6 +167,13 @@ class AdditiveScore(AttentionScore):
 
     Shapes: query ``(batch, d_query)``, keys ``(batch, seq_s, d_key)`` → scores ``(batch, seq_s)``.
     W_k h_j does not depend on the step, so :meth:`prepare` computes it once per sentence.
+
+    Args:
+        d_query: size of the decoder state s_{i-1} (n).
+        d_key: size of an encoder state h_j (2n in Bahdanau et al.; d_hidden here).
+        d_attention: size of the hidden layer, n' (the rows of W_q and W_k, the length of v).
+
+    Source: Bahdanau et al. 2015, §3.1, Eq. (6) and App. A.1.2.
     """
 
     def __init__(self, d_query: int, d_key: int, d_attention: int) -> None:
@@ -142,51 +183,131 @@ class AdditiveScore(AttentionScore):
         self.v = nn.Linear(d_attention, 1, bias=False)
 
     def prepare(self, keys: Tensor) -> Tensor:
+        """W_k h_j (plus bias) for every source position, computed once per sentence.
+
+        Args:
+            keys: encoder states h_j, ``(batch, seq_s, d_key)``.
+
+        Returns:
+            ``(batch, seq_s, d_attention)``.
+        """
         return self.w_k(keys)  # (batch, seq_s, d_attention)
 
     def forward(self, query: Tensor, prepared: Tensor) -> Tensor:
+        """e_ij = vᵀ tanh(W_q s_{i-1} + W_k h_j) for every j.
+
+        Args:
+            query: s_{i-1}, ``(batch, d_query)``.
+            prepared: W_k h_j from :meth:`prepare`, ``(batch, seq_s, d_attention)``.
+
+        Returns:
+            Scores ``(batch, seq_s)``.
+        """
         return self.v(torch.tanh(self.w_q(query)[:, None, :] + prepared)).squeeze(-1)
 
 
 class DotScore(AttentionScore):
-    """e_ij = s_{i-1}ᵀ h_j (Luong et al. 2015, Eq. 8, "dot"). Needs d_query = d_key."""
+    """e_ij = s_{i-1}ᵀ h_j (Luong et al. 2015, Eq. 8, "dot"). Needs d_query = d_key.
+
+    Source: Luong et al. 2015, "Effective Approaches to Attention-based Neural Machine Translation", §3.1, Eq. (8).
+    """
 
     def forward(self, query: Tensor, prepared: Tensor) -> Tensor:
+        """e_ij = s_{i-1}ᵀ h_j for every j.
+
+        Args:
+            query: s_{i-1}, ``(batch, d)``.
+            prepared: the keys h_j, ``(batch, seq_s, d)``.
+
+        Returns:
+            Scores ``(batch, seq_s)``.
+        """
         return torch.einsum("bd,bsd->bs", query, prepared)
 
 
 class ScaledDotScore(AttentionScore):
-    """e_ij = s_{i-1}ᵀ h_j / √d (Vaswani et al. 2017, Eq. 1). Needs d_query = d_key = d."""
+    """e_ij = s_{i-1}ᵀ h_j / √d (Vaswani et al. 2017, Eq. 1). Needs d_query = d_key = d.
+
+    Source: Vaswani et al. 2017, §3.2.1, Eq. (1) (the scaling by 1/√d_k), applied to one query per step.
+    """
 
     def forward(self, query: Tensor, prepared: Tensor) -> Tensor:
+        """e_ij = s_{i-1}ᵀ h_j / √d for every j.
+
+        Args:
+            query: s_{i-1}, ``(batch, d)``.
+            prepared: the keys h_j, ``(batch, seq_s, d)``.
+
+        Returns:
+            Scores ``(batch, seq_s)``.
+        """
         return torch.einsum("bd,bsd->bs", query, prepared) / math.sqrt(query.size(-1))
 
 
 class GeneralScore(AttentionScore):
-    """e_ij = s_{i-1}ᵀ W h_j (Luong et al. 2015, Eq. 8, "general"); W is d_query × d_key."""
+    """e_ij = s_{i-1}ᵀ W h_j (Luong et al. 2015, Eq. 8, "general"); W is d_query × d_key.
+
+    Args:
+        d_query: size of the decoder state s_{i-1}.
+        d_key: size of an encoder state h_j.
+
+    Source: Luong et al. 2015, "Effective Approaches to Attention-based Neural Machine Translation", §3.1, Eq. (8).
+    """
 
     def __init__(self, d_query: int, d_key: int) -> None:
         super().__init__()
         self.w = nn.Linear(d_key, d_query, bias=False)
 
     def prepare(self, keys: Tensor) -> Tensor:
+        """W h_j for every source position, computed once per sentence.
+
+        Args:
+            keys: encoder states h_j, ``(batch, seq_s, d_key)``.
+
+        Returns:
+            ``(batch, seq_s, d_query)``.
+        """
         return self.w(keys)
 
     def forward(self, query: Tensor, prepared: Tensor) -> Tensor:
+        """e_ij = s_{i-1}ᵀ (W h_j) for every j.
+
+        Args:
+            query: s_{i-1}, ``(batch, d_query)``.
+            prepared: W h_j from :meth:`prepare`, ``(batch, seq_s, d_query)``.
+
+        Returns:
+            Scores ``(batch, seq_s)``.
+        """
         return torch.einsum("bd,bsd->bs", query, prepared)
 
 
 def make_score(name: str, d_query: int, d_key: int, d_attention: int | None = None) -> AttentionScore:
     """The score function called ``name`` (one of :data:`SCORES`).
 
+    Args:
+        name: ``"additive"``, ``"dot"``, ``"scaled_dot"`` or ``"general"``.
+        d_query: size of the decoder state s_{i-1}.
+        d_key: size of an encoder state h_j (must equal d_query for ``dot`` and ``scaled_dot``).
+        d_attention: hidden size n' of the additive score (default d_query); ignored by the others.
+
+    Returns:
+        A new :class:`AttentionScore` (an :class:`AdditiveScore`, :class:`DotScore`, :class:`ScaledDotScore` or
+        :class:`GeneralScore`).
+
     Raises:
         ValueError: unknown name; ``dot``/``scaled_dot`` with d_query ≠ d_key.
+
+    Source: Bahdanau et al. 2015, Eq. (6) and App. A.1.2 (additive); Luong et al. 2015, Eq. (8) (dot, general);
+    Vaswani et al. 2017, Eq. (1) (scaled dot).
     """
     if name not in SCORES:
         raise ValueError(f"unknown attention score {name!r}; choose one of {SCORES}")
     if name in ("dot", "scaled_dot") and d_query != d_key:
-        raise ValueError(f"a {name} score needs equal query and key sizes, got d_query={d_query}, d_key={d_key}; "
-                         "use 'additive' or 'general', which project them")
+        raise ValueError(
+            f"a {name} score needs equal query and key sizes, got d_query={d_query}, d_key={d_key}; "
+            "use 'additive' or 'general', which project them"
+        )
     if name == "additive":
         return AdditiveScore(d_query, d_key, d_attention or d_query)
     if name == "general":
@@ -207,10 +328,14 @@ def attend(scores: Tensor, values: Tensor, mask: Tensor | None = None) -> tuple[
 
     Raises:
         ValueError: mismatched shapes, or a row whose mask hides every position.
+
+    Source: Bahdanau et al. 2015, §3.1, Eq. (6) (α_ij = softmax_j e_ij) and Eq. (5) (c_i = Σ_j α_ij h_j).
     """
     if scores.dim() != 2 or values.dim() != 3 or values.shape[:2] != scores.shape:
-        raise ValueError(f"scores must be (batch, seq_s) and values (batch, seq_s, d); got "
-                         f"{tuple(scores.shape)} and {tuple(values.shape)}")
+        raise ValueError(
+            f"scores must be (batch, seq_s) and values (batch, seq_s, d); got "
+            f"{tuple(scores.shape)} and {tuple(values.shape)}"
+        )
     if mask is not None:
         if mask.shape != scores.shape:
             raise ValueError(f"mask must be (batch, seq_s) = {tuple(scores.shape)}, got {tuple(mask.shape)}")
@@ -223,6 +348,7 @@ def attend(scores: Tensor, values: Tensor, mask: Tensor | None = None) -> tuple[
 
 # --- encoder -------------------------------------------------------------------------------------
 
+
 class Encoder(nn.Module):
     """Bidirectional GRU over the embedded source (Bahdanau et al. 2015, §3.2).
 
@@ -231,6 +357,13 @@ class Encoder(nn.Module):
     forward direction's last state joined with the backward direction's first, the fixed-length
     summary of the whole sentence (the vector c of Cho et al. 2014). Padded positions of ``states`` are
     zero and never influence the real ones (the GRU runs over packed sequences).
+
+    Args:
+        d_embed: size of the word embeddings read (m).
+        d_hidden: size of an encoder state h_j; each direction has d_hidden / 2 units.
+
+    Source: Bahdanau et al. 2015, §3.2 and App. A.2.1 (the bidirectional encoder); Cho et al. 2014, §2 (the GRU,
+    the summary c).
     """
 
     def __init__(self, d_embed: int, d_hidden: int) -> None:
@@ -238,6 +371,16 @@ class Encoder(nn.Module):
         self.rnn = nn.GRU(d_embed, d_hidden // 2, batch_first=True, bidirectional=True)
 
     def forward(self, embedded: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
+        """Run both directions over the (right-padded) embedded source.
+
+        Args:
+            embedded: ``(batch, seq_s, d_embed)`` embedded source tokens.
+            lengths: ``(batch,)`` number of real tokens per row (each ≥ 1).
+
+        Returns:
+            states: ``(batch, seq_s, d_hidden)``, ``states[:, j] = [→h_j; ←h_j]``; zero at padded positions.
+            summary: ``(batch, d_hidden)``, [→h_last; ←h_1].
+        """
         packed = pack_padded_sequence(embedded, lengths.cpu(), batch_first=True, enforce_sorted=False)
         out, last = self.rnn(packed)  # last: (2, batch, d_hidden/2) — forward's end, backward's start
         states, _ = pad_packed_sequence(out, batch_first=True, total_length=embedded.size(1))
@@ -246,6 +389,7 @@ class Encoder(nn.Module):
 
 # --- decoder state (the "cache" of lib.decode) ---------------------------------------------------
 
+
 class DecoderState:
     """What the recurrent decoder carries from one step to the next.
 
@@ -253,6 +397,9 @@ class DecoderState:
     only), ``(batch, d_hidden)``; ``prepared``: the score function's per-sentence keys. It plays the
     role of :class:`lib.transformer.LayerCache` for :func:`lib.decode.greedy_decode` and
     :func:`lib.decode.beam_search`.
+
+    Source: Bahdanau et al. 2015, App. A.2.2 (s_i depends on s_{i-1}, y_{i-1} and c_i); Cho et al. 2014, Eq. (9)
+    (the fixed c at every step).
     """
 
     def __init__(self) -> None:
@@ -261,7 +408,11 @@ class DecoderState:
         self.prepared: Tensor | None = None
 
     def reorder(self, index: Tensor) -> None:
-        """Keep batch rows ``index`` (beam search: follow the surviving hypotheses)."""
+        """Keep batch rows ``index`` (beam search: follow the surviving hypotheses), in place.
+
+        Args:
+            index: ``(new_batch,)`` LongTensor of the rows to keep, in their new order (rows may repeat).
+        """
         for name in ("state", "context", "prepared"):
             value = getattr(self, name)
             if value is not None:
@@ -269,6 +420,7 @@ class DecoderState:
 
 
 # --- the model -----------------------------------------------------------------------------------
+
 
 class Seq2Seq(nn.Module):
     """A GRU encoder–decoder, with a fixed context vector or with attention (see the module docstring).
@@ -284,6 +436,9 @@ class Seq2Seq(nn.Module):
 
     Args:
         config: a :class:`Seq2SeqConfig`.
+
+    Source: Bahdanau et al. 2015, §3 and App. A.2 (RNNsearch); Cho et al. 2014, §2.2, Eq. (9)–(10) (RNNencdec,
+    the fixed vector c).
     """
 
     def __init__(self, config: Seq2SeqConfig) -> None:
@@ -305,12 +460,16 @@ class Seq2Seq(nn.Module):
 
     def _reset_parameters(self) -> None:
         for emb in (self.src_embed, self.tgt_embed):
-            nn.init.normal_(emb.weight, std=self.config.d_embed ** -0.5)
+            nn.init.normal_(emb.weight, std=self.config.d_embed**-0.5)
             with torch.no_grad():
                 emb.weight[PAD_ID].zero_()
 
     def num_parameters(self) -> int:
-        """Trainable parameters, each shared matrix counted once."""
+        """Trainable parameters, each shared matrix counted once.
+
+        Returns:
+            The count of scalar weights (``parameters()`` yields a tied matrix once).
+        """
         return sum(p.numel() for p in self.parameters())
 
     # -- encoding ---------------------------------------------------------------------------------
@@ -331,7 +490,9 @@ class Seq2Seq(nn.Module):
         Source: Bahdanau et al. 2015, §3.2 (the annotations h_j of a bidirectional RNN).
         """
         if src.dim() != 2 or src.dtype not in (torch.long, torch.int, torch.int32, torch.int64):
-            raise ValueError(f"src must be integer token ids of shape (batch, seq_s), got {tuple(src.shape)} {src.dtype}")
+            raise ValueError(
+                f"src must be integer token ids of shape (batch, seq_s), got {tuple(src.shape)} {src.dtype}"
+            )
         mask = src != PAD_ID
         lengths = mask.sum(-1)
         if (lengths == 0).any():
@@ -343,8 +504,16 @@ class Seq2Seq(nn.Module):
     def summary(memory: Tensor, src_mask: Tensor) -> Tensor:
         """The fixed-length summary [→h_last; ←h_1] of each sentence, read from the encoder states.
 
-        ``memory (batch, seq_s, d_hidden)``, ``src_mask (batch, seq_s)`` → ``(batch, d_hidden)``. It equals
-        the final states the GRU returns (tested), so it can be recomputed from what :meth:`encode` gives.
+        It equals the final states the GRU returns (tested), so it can be recomputed from what :meth:`encode`
+        gives.
+
+        Args:
+            memory: encoder states ``(batch, seq_s, d_hidden)`` from :meth:`encode`.
+            src_mask: ``(batch, seq_s)`` bool, ``True`` at real tokens (right-padded: the real tokens come first).
+
+        Returns:
+            ``(batch, d_hidden)``: the forward direction at each sentence's last real token joined with the
+            backward direction at position 0.
         """
         half = memory.size(-1) // 2
         last = src_mask.sum(-1) - 1  # index of each sentence's last real token
@@ -354,7 +523,11 @@ class Seq2Seq(nn.Module):
 
     # -- decoding ---------------------------------------------------------------------------------
     def new_cache(self) -> list[DecoderState]:
-        """An empty decoder state (a list of one, like the Transformer's per-layer caches)."""
+        """An empty decoder state (a list of one, like the Transformer's per-layer caches).
+
+        Returns:
+            ``[DecoderState()]``; :meth:`decode` fills it at offset 0.
+        """
         return [DecoderState()]
 
     def _start(self, memory: Tensor, src_mask: Tensor, cache: DecoderState) -> None:
@@ -378,7 +551,12 @@ class Seq2Seq(nn.Module):
         return t, weights
 
     def _decode(
-        self, tgt: Tensor, memory: Tensor, src_mask: Tensor, cache: list[DecoderState] | None, offset: int,
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        src_mask: Tensor,
+        cache: list[DecoderState] | None,
+        offset: int,
         return_attention: bool,
     ) -> tuple[Tensor, Tensor | None]:
         if tgt.dim() != 2 or tgt.size(0) != memory.size(0):
@@ -439,7 +617,9 @@ class Seq2Seq(nn.Module):
     @overload
     def forward(self, src: Tensor, tgt: Tensor, return_attention: Literal[True]) -> tuple[Tensor, AttentionMaps]: ...
 
-    def forward(self, src: Tensor, tgt: Tensor, return_attention: bool = False) -> Tensor | tuple[Tensor, AttentionMaps]:
+    def forward(
+        self, src: Tensor, tgt: Tensor, return_attention: bool = False
+    ) -> Tensor | tuple[Tensor, AttentionMaps]:
         """Teacher-forced forward pass.
 
         Args:

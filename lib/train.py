@@ -26,24 +26,42 @@ from .data import encode_pairs, load_multi30k, make_batches
 from .seq2seq import SCORES, Seq2Seq, Seq2SeqConfig
 from .special_tokens import BOS_ID, EOS_ID, PAD_ID
 from .training import TrainConfig, amp_context, evaluate_loss, select_device, train, translation_batches
-from .translate import evaluate_bleu
 from .transformer import Transformer, TransformerConfig
+from .translate import evaluate_bleu
 
 __all__ = ["main"]
 
 
 # --- command line --------------------------------------------------------------------------------
 
+
 def _parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m lib.train", description="Train a Transformer (or a recurrent "
-                                "encoder–decoder) on Multi30k German→English.")
-    p.add_argument("--arch", default="transformer", choices=("transformer", "rnn"),
-                   help="transformer (lib.transformer) or rnn (lib.seq2seq's GRU encoder–decoder)")
-    p.add_argument("--preset", default="multi30k", choices=TransformerConfig.PRESETS, help="Transformer size preset (default: multi30k)")
-    p.add_argument("--attention", default="additive", choices=("none", *SCORES),
-                   help="rnn only: the attention score, or none for the fixed-vector model (default: additive)")
+    p = argparse.ArgumentParser(
+        prog="python -m lib.train",
+        description="Train a Transformer (or a recurrent encoder–decoder) on Multi30k German→English.",
+    )
+    p.add_argument(
+        "--arch",
+        default="transformer",
+        choices=("transformer", "rnn"),
+        help="transformer (lib.transformer) or rnn (lib.seq2seq's GRU encoder–decoder)",
+    )
+    p.add_argument(
+        "--preset",
+        default="multi30k",
+        choices=TransformerConfig.PRESETS,
+        help="Transformer size preset (default: multi30k)",
+    )
+    p.add_argument(
+        "--attention",
+        default="additive",
+        choices=("none", *SCORES),
+        help="rnn only: the attention score, or none for the fixed-vector model (default: additive)",
+    )
     p.add_argument("--d-embed", type=int, default=256, help="rnn only: embedding size")
-    p.add_argument("--d-hidden", type=int, default=256, help="rnn only: decoder state size (encoder: half per direction)")
+    p.add_argument(
+        "--d-hidden", type=int, default=256, help="rnn only: decoder state size (encoder: half per direction)"
+    )
     p.add_argument("--out", required=True, help="run directory to write (model, tokenizer, config, history)")
     p.add_argument("--minutes", type=float, default=None, help="training budget in minutes (validation excluded)")
     p.add_argument("--steps", type=int, default=None, help="training budget in optimiser steps")
@@ -59,10 +77,16 @@ def _parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--device", default=None, help="cuda, mps or cpu (default: best available)")
     p.add_argument("--no-amp", action="store_true", help="disable mixed precision on CUDA (bf16/fp16 autocast)")
-    p.add_argument("--data", default=None, help="folder with the Multi30k .gz files (default: MULTI30K_DIR or download)")
+    p.add_argument(
+        "--data", default=None, help="folder with the Multi30k .gz files (default: MULTI30K_DIR or download)"
+    )
     p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
-    p.add_argument("--save-dtype", choices=("float32", "float16"), default="float32",
-                   help="precision of the saved model.pt (float16 halves it)")
+    p.add_argument(
+        "--save-dtype",
+        choices=("float32", "float16"),
+        default="float32",
+        help="precision of the saved model.pt (float16 halves it)",
+    )
     p.add_argument("--bleu", action="store_true", help="after training, decode the test set greedily and report BLEU")
     args = p.parse_args(argv)
     if args.minutes is None and args.steps is None:
@@ -93,17 +117,28 @@ def main(argv: list[str] | None = None) -> None:
         torch.set_num_threads(args.threads)
     snapshots = tuple(float(m) for m in args.snapshots.split(",") if m.strip())
     tconf = TrainConfig(
-        max_tokens=args.max_tokens, peak_lr=args.peak_lr, warmup=args.warmup,
-        label_smoothing=args.label_smoothing, minutes=args.minutes, max_steps=args.steps,
+        max_tokens=args.max_tokens,
+        peak_lr=args.peak_lr,
+        warmup=args.warmup,
+        label_smoothing=args.label_smoothing,
+        minutes=args.minutes,
+        max_steps=args.steps,
         eval_every_minutes=args.eval_every or max((args.minutes or 10) / 20, 0.25),
-        snapshot_minutes=snapshots, seed=args.seed, amp=not args.no_amp,
+        snapshot_minutes=snapshots,
+        seed=args.seed,
+        amp=not args.no_amp,
     )
     tokenizer = multi30k_tokenizer(args.vocab_size, root=args.data)
     overrides = {} if args.dropout is None else {"dropout": args.dropout}
     torch.manual_seed(args.seed)
     if args.arch == "rnn":
-        mconf = Seq2SeqConfig(tokenizer.get_vocab_size(), d_embed=args.d_embed, d_hidden=args.d_hidden,
-                              attention=None if args.attention == "none" else args.attention, **overrides)
+        mconf = Seq2SeqConfig(
+            tokenizer.get_vocab_size(),
+            d_embed=args.d_embed,
+            d_hidden=args.d_hidden,
+            attention=None if args.attention == "none" else args.attention,
+            **overrides,
+        )
         model, name = Seq2Seq(mconf), f"rnn ({args.attention} attention)"
     else:
         mconf = TransformerConfig.preset(args.preset, tokenizer.get_vocab_size(), **overrides)
@@ -112,15 +147,29 @@ def main(argv: list[str] | None = None) -> None:
     val_ex = encode_pairs(load_multi30k("val", args.data), tokenizer)
     val_batches = make_batches(val_ex, 4000, PAD_ID, BOS_ID, EOS_ID, shuffle=False)
     device = select_device(args.device)
-    print(f"model {name}: {model.num_parameters():,} parameters | {len(train_ex):,} training pairs | "
-          f"device {device} | threads {torch.get_num_threads()}")
-    result = train(model, translation_batches(train_ex, tconf.max_tokens, tconf.seed), tconf,
-                   evaluate=lambda m: evaluate_loss(m, val_batches), out_dir=args.out, resume=args.resume, device=device)
+    print(
+        f"model {name}: {model.num_parameters():,} parameters | {len(train_ex):,} training pairs | "
+        f"device {device} | threads {torch.get_num_threads()}"
+    )
+    result = train(
+        model,
+        translation_batches(train_ex, tconf.max_tokens, tconf.seed),
+        tconf,
+        evaluate=lambda m: evaluate_loss(m, val_batches),
+        out_dir=args.out,
+        resume=args.resume,
+        device=device,
+    )
     info = dict(
         command="python -m lib.train " + " ".join(argv if argv is not None else sys.argv[1:]),
-        device=str(device), threads=torch.get_num_threads(), machine=_cpu_name(),
-        steps=result.steps, minutes=round(result.minutes, 2), tokens_per_second=round(result.tokens_per_second, 1),
-        final_val_loss=result.history[-1]["val_loss"], stopped_by=result.stopped_by,
+        device=str(device),
+        threads=torch.get_num_threads(),
+        machine=_cpu_name(),
+        steps=result.steps,
+        minutes=round(result.minutes, 2),
+        tokens_per_second=round(result.tokens_per_second, 1),
+        final_val_loss=result.history[-1]["val_loss"],
+        stopped_by=result.stopped_by,
     )
     if device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name()
@@ -131,8 +180,15 @@ def main(argv: list[str] | None = None) -> None:
         info["test_bleu_greedy"] = round(bleu.score, 2)
         info["bleu_signature"] = bleu.signature
         print(bleu)
-    save_run(args.out, model.cpu(), tokenizer, train_config=tconf, history=result.history, results=info,
-             weights_dtype=getattr(torch, args.save_dtype))
+    save_run(
+        args.out,
+        model.cpu(),
+        tokenizer,
+        train_config=tconf,
+        history=result.history,
+        results=info,
+        weights_dtype=getattr(torch, args.save_dtype),
+    )
     print(json.dumps(info, indent=2))
 
 

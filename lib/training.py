@@ -96,7 +96,8 @@ def label_smoothed_cross_entropy(
     """
     if logits.dim() != 3 or logits.shape[:2] != target.shape:
         raise ValueError(
-            f"logits (batch, seq, vocab) {tuple(logits.shape)} and target (batch, seq) {tuple(target.shape)} do not match"
+            f"logits (batch, seq, vocab) {tuple(logits.shape)} and target (batch, seq) {tuple(target.shape)} "
+            "do not match"
         )
     if not 0.0 <= epsilon < 1.0:
         raise ValueError(f"epsilon must be in [0, 1), got {epsilon}")
@@ -501,8 +502,13 @@ def train(
 
     def save_checkpoint() -> None:
         state = {
-            "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-            "result": asdict(result), "epoch": epoch, "batch": position, "train_config": config.to_dict(),
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "result": asdict(result),
+            "epoch": epoch,
+            "batch": position,
+            "train_config": config.to_dict(),
             "rng": _rng_state(),
         }
         _atomic_save(state, ckpt)
@@ -516,19 +522,29 @@ def train(
                 val = float(evaluate(model))
             model.train()
         entry = dict(
-            step=result.steps, minutes=round(train_s / 60.0, 4), train_loss=running_loss / max(running_n, 1),
-            val_loss=val, lr=scheduler.get_last_lr()[0], tokens=result.tokens,
+            step=result.steps,
+            minutes=round(train_s / 60.0, 4),
+            train_loss=running_loss / max(running_n, 1),
+            val_loss=val,
+            lr=scheduler.get_last_lr()[0],
+            tokens=result.tokens,
         )
         result.history.append(entry)
         running_loss, running_n = 0.0, 0
-        log(f"step {entry['step']:6d} | {entry['minutes']:6.2f} min | train {entry['train_loss']:.3f} | "
-            f"val {val:.3f} | lr {entry['lr']:.2e}")
+        log(
+            f"step {entry['step']:6d} | {entry['minutes']:6.2f} min | train {entry['train_loss']:.3f} | "
+            f"val {val:.3f} | lr {entry['lr']:.2e}"
+        )
         if ckpt is not None:
             save_checkpoint()
 
     total = budget_s if budget_s is not None else config.max_steps
-    bar = tqdm(total=total, disable=not progress, unit="s" if budget_s is not None else "step",
-               bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} {unit} [{elapsed}<{remaining}]{postfix}")
+    bar = tqdm(
+        total=total,
+        disable=not progress,
+        unit="s" if budget_s is not None else "step",
+        bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} {unit} [{elapsed}<{remaining}]{postfix}",
+    )
     bar.update(train_s if budget_s is not None else result.steps)
     while not budget_spent():
         seen = 0

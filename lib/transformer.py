@@ -42,12 +42,35 @@ _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 class TransformerConfig(Config):
     """Sizes and switches of a :class:`Transformer`; build one with a named preset.
 
-    Presets: :meth:`tiny` (tests), :meth:`multi30k` (the capstone, fits a CPU), :meth:`base` (the
-    paper's base model, Table 3). Vocabulary sizes come from the tokenizer.
+    Presets: :meth:`tiny` (tests), :meth:`multi30k` (the capstone, fits a CPU), :meth:`multi30k_wide`,
+    :meth:`base` (the paper's base model, Table 3). Vocabulary sizes come from the tokenizer.
+
+    Attributes:
+        src_vocab_size, tgt_vocab_size: vocabulary sizes of source and target (equal when shared).
+        d_model: model width, the size of every embedding and sub-layer output (paper: 512).
+        num_heads: attention heads h; must divide d_model (paper: 8).
+        num_encoder_layers: encoder layers N (paper: 6); 0 gives a decoder that attends to the embedded source.
+        num_decoder_layers: decoder layers N, at least 1 (paper: 6).
+        d_ff: hidden width of the position-wise feed-forward network (paper: 2048).
+        dropout: P_drop on the embeddings + positions and on every sub-layer output (paper: 0.1, §5.4).
+        attention_dropout: dropout on the attention weights (the paper has none: 0.0).
+        max_len: longest sequence, in tokens: the rows of the positional-encoding table.
+        norm_first: pre-LN (LayerNorm at each sub-layer's input, plus a final LayerNorm) if True; post-LN
+            (paper) if False.
+        share_embeddings: one matrix for the source embedding, the target embedding and the output layer
+            (needs src_vocab_size == tgt_vocab_size; paper §3.4).
+        pad_id: the padding id; hidden from attention by the source mask, its embedding row starts at 0.
+        activation: the FFN's non-linearity, ``"relu"`` (paper) or ``"gelu"``.
+        layer_norm_eps: ε of every LayerNorm (torch's default 1e-5).
+        fused_attention: let attention call torch's fused ``F.scaled_dot_product_attention`` whenever no
+            weights are requested (same maths, faster).
 
     Raises:
-        ValueError: d_model not divisible by num_heads; odd d_model; non-positive sizes; unknown
-            activation; shared embeddings with different vocabulary sizes; dropout outside [0, 1).
+        ValueError: d_model not divisible by num_heads; odd d_model; non-positive sizes; no decoder layer or a
+            negative number of encoder layers; unknown activation; shared embeddings with different vocabulary
+            sizes; dropout outside [0, 1).
+
+    Source: Vaswani et al. 2017, §3 and Table 3 (the base model's sizes), §5.4 (dropout).
     """
 
     src_vocab_size: int
@@ -76,9 +99,7 @@ class TransformerConfig(Config):
         if self.num_encoder_layers < 0 or self.num_decoder_layers < 1:
             raise ValueError("need num_encoder_layers >= 0 and num_decoder_layers >= 1")
         if self.d_model % self.num_heads != 0:
-            raise ValueError(
-                f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})"
-            )
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})")
         if self.d_model % 2 != 0:
             raise ValueError(f"d_model must be even for the sinusoidal encoding, got {self.d_model}")
         if self.activation not in _ACTIVATIONS:
@@ -98,32 +119,70 @@ class TransformerConfig(Config):
         return self.d_model // self.num_heads
 
     @classmethod
-    def tiny(cls, vocab_size: int = 100, **overrides) -> "TransformerConfig":
-        """A toy model for tests and hand-worked examples: d_model 32, 4 heads, 2+2 layers."""
+    def tiny(cls, vocab_size: int = 100, **overrides) -> TransformerConfig:
+        """A toy model for tests and hand-worked examples: d_model 32, 4 heads, 2+2 layers, d_ff 64, no dropout.
+
+        Args:
+            vocab_size: the joint source/target vocabulary size.
+            **overrides: any other field, replacing the preset's value.
+
+        Returns:
+            The :class:`TransformerConfig`.
+        """
         kw = dict(d_model=32, num_heads=4, num_encoder_layers=2, num_decoder_layers=2, d_ff=64, dropout=0.0)
         return cls(vocab_size, vocab_size, **{**kw, **overrides})
 
     @classmethod
-    def multi30k(cls, vocab_size: int = 8000, **overrides) -> "TransformerConfig":
+    def multi30k(cls, vocab_size: int = 8000, **overrides) -> TransformerConfig:
         """The capstone's model, sized for a laptop CPU: d_model 128, 4 heads, 3+3 layers, d_ff 512, pre-LN.
 
         About 2.4 M parameters with an 8,000-token joint vocabulary (tied embeddings), so the shipped
         weights fit in under 5 MB as float16.
+
+        Args:
+            vocab_size: the joint source/target vocabulary size (the book's BPE: 8,000).
+            **overrides: any other field, replacing the preset's value.
+
+        Returns:
+            The :class:`TransformerConfig`.
         """
         kw = dict(
-            d_model=128, num_heads=4, num_encoder_layers=3, num_decoder_layers=3, d_ff=512,
-            dropout=0.1, norm_first=True,
+            d_model=128,
+            num_heads=4,
+            num_encoder_layers=3,
+            num_decoder_layers=3,
+            d_ff=512,
+            dropout=0.1,
+            norm_first=True,
         )
         return cls(vocab_size, vocab_size, **{**kw, **overrides})
 
     @classmethod
-    def multi30k_wide(cls, vocab_size: int = 8000, **overrides) -> "TransformerConfig":
-        """A wider capstone model (the configuration of common Multi30k tutorials): d_model 256, 8 heads, 3+3 layers, d_ff 512, pre-LN."""
+    def multi30k_wide(cls, vocab_size: int = 8000, **overrides) -> TransformerConfig:
+        """A wider capstone model: d_model 256, 8 heads, 3+3 layers, d_ff 512, pre-LN.
+
+        The configuration of common Multi30k tutorials; otherwise as :meth:`multi30k`.
+
+        Args:
+            vocab_size: the joint source/target vocabulary size (the book's BPE: 8,000).
+            **overrides: any other field, replacing the preset's value.
+
+        Returns:
+            The :class:`TransformerConfig`.
+        """
         return cls.multi30k(vocab_size, **{**dict(d_model=256, num_heads=8), **overrides})
 
     @classmethod
-    def base(cls, vocab_size: int = 37000, **overrides) -> "TransformerConfig":
-        """The paper's base model: d_model 512, 8 heads, 6+6 layers, d_ff 2048, dropout 0.1 (Table 3)."""
+    def base(cls, vocab_size: int = 37000, **overrides) -> TransformerConfig:
+        """The paper's base model: d_model 512, 8 heads, 6+6 layers, d_ff 2048, dropout 0.1 (Table 3).
+
+        Args:
+            vocab_size: the joint vocabulary size (default 37000, the paper's shared English–German BPE, §5.1).
+            **overrides: any other field, replacing the default's value.
+
+        Returns:
+            The :class:`TransformerConfig` (about 63 M parameters with the default vocabulary, embeddings tied).
+        """
         return cls(vocab_size, vocab_size, **overrides)
 
 
@@ -138,6 +197,9 @@ class PositionwiseFeedForward(nn.Module):
 
     Shapes: ``(batch, seq, d_model)`` → ``(batch, seq, d_model)``.
 
+    Raises:
+        ValueError: an activation other than ``"relu"`` or ``"gelu"``.
+
     Source: Vaswani et al. 2017, §3.3, Eq. (2).
     """
 
@@ -151,6 +213,14 @@ class PositionwiseFeedForward(nn.Module):
         self.activation = _ACTIVATIONS[activation]
 
     def forward(self, x: Tensor) -> Tensor:
+        """Apply the two linear layers, with the activation and dropout between them, at every position.
+
+        Args:
+            x: ``(batch, seq, d_model)`` (any leading dimensions work).
+
+        Returns:
+            ``(batch, seq, d_model)``.
+        """
         return self.linear2(self.dropout(self.activation(self.linear1(x))))
 
 
@@ -158,15 +228,25 @@ class PositionwiseFeedForward(nn.Module):
 class LayerCache:
     """What one decoder layer remembers between decoding steps.
 
-    ``self_kv``: keys/values of the tokens decoded so far, ``(batch, heads, t, d_k)``, growing by one
-    per step. ``cross_kv``: the encoder output projected once, ``(batch, heads, seq_src, d_k)``.
+    Attributes:
+        self_kv: keys/values of the tokens decoded so far, each ``(batch, heads, t, d_k)``, growing by one
+            position per step; None before the first step.
+        cross_kv: the encoder output projected once, each ``(batch, heads, seq_src, d_k)``; None before the
+            first step.
+
+    Source: Vaswani et al. 2017, §3.1 (the decoder is auto-regressive: step t reads only positions < t, so
+    their keys and values can be kept); the cache itself is an implementation device, not in the paper.
     """
 
     self_kv: KeyValue | None = None
     cross_kv: KeyValue | None = None
 
     def reorder(self, index: Tensor) -> None:
-        """Keep batch rows ``index`` (beam search: follow the surviving hypotheses)."""
+        """Keep batch rows ``index`` (beam search: follow the surviving hypotheses), in place.
+
+        Args:
+            index: ``(new_batch,)`` LongTensor of the rows to keep, in their new order (rows may repeat).
+        """
         for kv in (self.self_kv, self.cross_kv):
             if kv is not None:
                 kv.key = kv.key.index_select(0, index)
@@ -212,8 +292,20 @@ class EncoderLayer(nn.Module):
     def forward(
         self, x: Tensor, mask: Tensor | None = None, return_attention: bool = False
     ) -> tuple[Tensor, Tensor | None]:
-        """``x (batch, seq, d_model)``, ``mask`` broadcastable to ``(batch, heads, seq, seq)``
-        (``True`` = may attend) → ``(x (batch, seq, d_model), weights (batch, heads, seq, seq) or None)``.
+        """One encoder layer: self-attention, then the feed-forward network, each with Add & Norm.
+
+        Args:
+            x: ``(batch, seq, d_model)``.
+            mask: optional bool tensor broadcastable to ``(batch, heads, seq, seq)``; ``True`` = may attend
+                (a padding mask for an encoder, a causal mask for GPT).
+            return_attention: return the attention weights (False lets a fused layer skip them).
+
+        Returns:
+            x: ``(batch, seq, d_model)``.
+            weights: ``(batch, heads, seq, seq)`` (rows sum to 1), or None when not requested and the fused
+            kernel ran.
+
+        Source: Vaswani et al. 2017, §3.1 ("LayerNorm(x + Sublayer(x))").
         """
         if self.norm_first:
             h = self.norm1(x)
@@ -230,7 +322,12 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     """Causal self-attention, cross-attention over the encoder output, feed-forward; each with Add & Norm.
 
-    Args: as :class:`EncoderLayer`.
+    Args:
+        d_model, num_heads, d_ff: sizes (num_heads must divide d_model).
+        dropout: on each sub-layer's output and inside the FFN.
+        attention_dropout: on the attention weights (both attentions).
+        norm_first: pre-LN if True, post-LN (paper) if False.
+        activation, layer_norm_eps, fused: see :class:`TransformerConfig`.
 
     Source: Vaswani et al. 2017, §3.1 ("a third sub-layer, which performs multi-head attention over
     the output of the encoder stack") and §3.2.3.
@@ -319,9 +416,15 @@ class DecoderLayer(nn.Module):
 
 def _layer_kwargs(c: TransformerConfig) -> dict:
     return dict(
-        d_model=c.d_model, num_heads=c.num_heads, d_ff=c.d_ff, dropout=c.dropout,
-        attention_dropout=c.attention_dropout, norm_first=c.norm_first, activation=c.activation,
-        layer_norm_eps=c.layer_norm_eps, fused=c.fused_attention,
+        d_model=c.d_model,
+        num_heads=c.num_heads,
+        d_ff=c.d_ff,
+        dropout=c.dropout,
+        attention_dropout=c.attention_dropout,
+        norm_first=c.norm_first,
+        activation=c.activation,
+        layer_norm_eps=c.layer_norm_eps,
+        fused=c.fused_attention,
     )
 
 
@@ -329,6 +432,10 @@ class Encoder(nn.Module):
     """A stack of N :class:`EncoderLayer` (plus a final LayerNorm when pre-LN).
 
     Shapes: ``x (batch, seq, d_model)``, mask broadcastable to ``(batch, heads, seq, seq)``.
+
+    Args:
+        config: the :class:`TransformerConfig` (num_encoder_layers layers of its sizes).
+
     Source: Vaswani et al. 2017, §3.1 (N = 6).
     """
 
@@ -337,8 +444,21 @@ class Encoder(nn.Module):
         self.layers = nn.ModuleList(EncoderLayer(**_layer_kwargs(config)) for _ in range(config.num_encoder_layers))
         self.norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_first else nn.Identity()
 
-    def forward(self, x: Tensor, mask: Tensor | None = None, return_attention: bool = False) -> tuple[Tensor, list[Tensor]]:
-        """Returns ``(memory (batch, seq, d_model), [weights (batch, heads, seq, seq) per layer])``."""
+    def forward(
+        self, x: Tensor, mask: Tensor | None = None, return_attention: bool = False
+    ) -> tuple[Tensor, list[Tensor]]:
+        """Run every encoder layer, then the final LayerNorm (pre-LN only).
+
+        Args:
+            x: embedded source plus positions, ``(batch, seq, d_model)``.
+            mask: optional bool tensor broadcastable to ``(batch, heads, seq, seq)``; ``True`` = may attend
+                (the source padding mask).
+            return_attention: collect each layer's attention weights.
+
+        Returns:
+            memory: ``(batch, seq, d_model)``.
+            weights: one ``(batch, heads, seq, seq)`` tensor per layer; empty unless ``return_attention``.
+        """
         weights = []
         for layer in self.layers:
             x, w = layer(x, mask, return_attention)
@@ -349,6 +469,9 @@ class Encoder(nn.Module):
 
 class Decoder(nn.Module):
     """A stack of N :class:`DecoderLayer` (plus a final LayerNorm when pre-LN).
+
+    Args:
+        config: the :class:`TransformerConfig` (num_decoder_layers layers of its sizes).
 
     Source: Vaswani et al. 2017, §3.1 (N = 6).
     """
@@ -367,7 +490,26 @@ class Decoder(nn.Module):
         cache: list[LayerCache] | None = None,
         return_attention: bool = False,
     ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
-        """Returns ``(x (batch, seq_t, d_model), [self weights per layer], [cross weights per layer])``."""
+        """Run every decoder layer, then the final LayerNorm (pre-LN only).
+
+        Args:
+            x: embedded target plus positions, ``(batch, seq_t, d_model)``; with a ``cache``, only the new
+                positions.
+            memory: encoder output ``(batch, seq_s, d_model)``.
+            self_mask: optional bool tensor broadcastable to ``(batch, heads, seq_t, seq_t_total)``; ``True`` =
+                may attend (usually causal).
+            memory_mask: optional bool tensor broadcastable to ``(batch, heads, seq_t, seq_s)``; ``True`` = may
+                attend (the source padding mask).
+            cache: one :class:`LayerCache` per layer, read and extended in place; None = no cache.
+            return_attention: collect each layer's attention weights.
+
+        Returns:
+            x: ``(batch, seq_t, d_model)``.
+            self_weights: one ``(batch, heads, seq_t, seq_t_total)`` tensor per layer (empty unless
+            ``return_attention``).
+            cross_weights: one ``(batch, heads, seq_t, seq_s)`` tensor per layer (empty unless
+            ``return_attention``).
+        """
         self_ws, cross_ws = [], []
         for i, layer in enumerate(self.layers):
             x, ws, wc = layer(x, memory, self_mask, memory_mask, None if cache is None else cache[i], return_attention)
@@ -399,7 +541,9 @@ class Transformer(nn.Module):
         self.config = config
         c = config
         self.src_embed = nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id)
-        self.tgt_embed = self.src_embed if c.share_embeddings else nn.Embedding(c.tgt_vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.tgt_embed = (
+            self.src_embed if c.share_embeddings else nn.Embedding(c.tgt_vocab_size, c.d_model, padding_idx=c.pad_id)
+        )
         self.positional = PositionalEncoding(c.d_model, c.max_len, c.dropout)
         self.encoder = Encoder(c)
         self.decoder = Decoder(c)
@@ -418,12 +562,18 @@ class Transformer(nn.Module):
                 emb.weight[self.config.pad_id].zero_()
 
     def num_parameters(self) -> int:
-        """Number of trainable parameters (a tied matrix counts once)."""
+        """Number of trainable parameters (a tied matrix counts once).
+
+        Returns:
+            The count of scalar weights with ``requires_grad``.
+        """
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
 
     def _check_tokens(self, x: Tensor, name: str, vocab: int) -> None:
         if x.dim() != 2 or x.dtype not in (torch.long, torch.int):
-            raise ValueError(f"{name} must be integer token ids of shape (batch, seq_len), got {tuple(x.shape)} {x.dtype}")
+            raise ValueError(
+                f"{name} must be integer token ids of shape (batch, seq_len), got {tuple(x.shape)} {x.dtype}"
+            )
         if x.numel() and (int(x.min()) < 0 or int(x.max()) >= vocab):
             raise ValueError(f"{name} holds ids outside [0, {vocab})")
 
@@ -448,7 +598,12 @@ class Transformer(nn.Module):
         return memory, mask, weights
 
     def _decode(
-        self, tgt: Tensor, memory: Tensor, src_mask: Tensor, cache: list[LayerCache] | None, offset: int,
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        src_mask: Tensor,
+        cache: list[LayerCache] | None,
+        offset: int,
         return_attention: bool,
     ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
         self._check_tokens(tgt, "tgt", self.config.tgt_vocab_size)
@@ -458,7 +613,11 @@ class Transformer(nn.Module):
         if cache is None or offset == 0:
             self_mask = causal_mask(t_new, tgt.device)
         else:  # new positions see all cached ones and, causally, each other
-            self_mask = None if t_new == 1 else torch.ones(t_new, offset + t_new, dtype=torch.bool, device=tgt.device).tril(offset)
+            self_mask = (
+                None
+                if t_new == 1
+                else torch.ones(t_new, offset + t_new, dtype=torch.bool, device=tgt.device).tril(offset)
+            )
         x = self._embed(tgt, self.tgt_embed, offset)
         x, self_ws, cross_ws = self.decoder(x, memory, self_mask, src_mask, cache, return_attention)
         return self.output(x), self_ws, cross_ws
@@ -525,7 +684,9 @@ class Transformer(nn.Module):
     @overload
     def forward(self, src: Tensor, tgt: Tensor, return_attention: Literal[True]) -> tuple[Tensor, AttentionMaps]: ...
 
-    def forward(self, src: Tensor, tgt: Tensor, return_attention: bool = False) -> Tensor | tuple[Tensor, AttentionMaps]:
+    def forward(
+        self, src: Tensor, tgt: Tensor, return_attention: bool = False
+    ) -> Tensor | tuple[Tensor, AttentionMaps]:
         """Teacher-forced forward pass.
 
         Args:

@@ -58,11 +58,11 @@ def translate(
     device = next(model.parameters()).device if device is None else torch.device(device)
     model.to(device).eval()
     limit = model.config.max_len - 1
-    ids = [encode(tokenizer, s)[:limit - 1] + [EOS_ID] for s in sentences]
+    ids = [encode(tokenizer, s)[: limit - 1] + [EOS_ID] for s in sentences]
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     out: list[str] = [""] * len(ids)
     for start in range(0, len(order), batch_size):
-        chunk = order[start:start + batch_size]
+        chunk = order[start : start + batch_size]
         src = pad_batch([ids[i] for i in chunk], PAD_ID).to(device)
         if beam_size == 1:
             hyps = greedy_decode(model, src)
@@ -82,7 +82,25 @@ def evaluate_bleu(
     alpha: float = 0.6,
     device=None,
 ) -> BleuResult:
-    """Translate a Multi30k split's German side and score it with sacreBLEU against the English side."""
+    """Translate a Multi30k split's German side and score it with sacreBLEU against the English side.
+
+    Args:
+        model: a trained encoder–decoder (``lib.interfaces.EncoderDecoder``).
+        tokenizer: its tokenizer.
+        split: a Multi30k split (``lib.data.SPLITS``), by default the 2016 Flickr test set (1,000 pairs).
+        root: folder of the Multi30k files; default ``lib.data.data_dir`` (``MULTI30K_DIR`` if set).
+        beam_size: 1 = greedy decoding, otherwise beam search with this width.
+        alpha: beam search's length-penalty exponent.
+        device: where to decode; default: the model's device.
+
+    Returns:
+        :class:`lib.metrics.BleuResult`: corpus BLEU in [0, 100] with sacreBLEU's signature.
+
+    Raises:
+        ValueError: unknown split (from ``lib.data.load_multi30k``); beam_size < 1.
+        FileNotFoundError: the split's files are missing and cannot be downloaded.
+        ChecksumError: a file's SHA-256 differs from the expected one.
+    """
     pairs = load_multi30k(split, root)
     hyps = translate(model, tokenizer, [de for de, _ in pairs], beam_size=beam_size, alpha=alpha, device=device)
     return corpus_bleu(hyps, [en for _, en in pairs])
@@ -183,7 +201,9 @@ def main(argv: list[str] | None = None) -> None:
     Args:
         argv: the arguments (default ``sys.argv[1:]``).
     """
-    p = argparse.ArgumentParser(prog="python -m lib.translate", description="Translate German to English with a trained run.")
+    p = argparse.ArgumentParser(
+        prog="python -m lib.translate", description="Translate German to English with a trained run."
+    )
     p.add_argument("--run", required=True, help="run folder (e.g. models/de-en or runs/NAME)")
     p.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy)")
     p.add_argument("--alpha", type=float, default=0.6, help="length-penalty exponent for beam search")

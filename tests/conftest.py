@@ -36,6 +36,8 @@ def multi30k_dir():
     directory = data_dir()
     missing = [name for name in SHA256 if not (directory / name).is_file()]
     if missing:
-        pytest.skip(f"Multi30k data not found in {directory} (missing {', '.join(missing)}): set MULTI30K_DIR "
-                    "to a folder holding the six .gz files, or run lib.data.load_multi30k once online")
+        pytest.skip(
+            f"Multi30k data not found in {directory} (missing {', '.join(missing)}): set MULTI30K_DIR "
+            "to a folder holding the six .gz files, or run lib.data.load_multi30k once online"
+        )
     return directory

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import itertools
 import os
 import subprocess
 import sys
@@ -22,7 +23,6 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import grimp
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "lib"
@@ -145,7 +145,7 @@ def import_cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 def describe_chain(chain: list[str], graph) -> str:
     """``a -> b (l. 12) -> c (l. 40, 41)``: each arrow with the line numbers of the imports in its importer."""
     parts = [chain[0]]
-    for importer, imported in zip(chain, chain[1:]):
+    for importer, imported in itertools.pairwise(chain):
         details = graph.get_import_details(importer=importer, imported=imported)
         lines = ", ".join(str(d["line_number"]) for d in sorted(details, key=lambda d: d["line_number"]))
         parts.append(f"{imported} ({importer} l. {lines})")
@@ -165,13 +165,23 @@ def test_import_contracts_hold():
     """`lint-imports` with the contracts of pyproject.toml, on this checkout's lib (its report is the failure)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     result = subprocess.run(
-        [sys.executable, "-c", "from importlinter.cli import lint_imports_command; lint_imports_command()",
-         "--no-cache", "--no-logo"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-c",
+            "from importlinter.cli import lint_imports_command; lint_imports_command()",
+            "--no-cache",
+            "--no-logo",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, (
         "import-linter: a contract of pyproject.toml [tool.importlinter] is broken (or cannot be checked):\n"
-        + result.stdout + result.stderr
+        + result.stdout
+        + result.stderr
     )
 
 
@@ -194,10 +204,16 @@ def _imported_names(tree: ast.AST) -> Iterable[tuple[int, str]]:
                 yield node.lineno, alias.name
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             yield node.lineno, node.module
-        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
-              and isinstance(node.args[0].value, str)
-              and ((isinstance(node.func, ast.Attribute) and node.func.attr == "import_module")
-                   or (isinstance(node.func, ast.Name) and node.func.id in ("import_module", "__import__")))):
+        elif (
+            isinstance(node, ast.Call)
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+            and (
+                (isinstance(node.func, ast.Attribute) and node.func.attr == "import_module")
+                or (isinstance(node.func, ast.Name) and node.func.id in ("import_module", "__import__"))
+            )
+        ):
             yield node.lineno, node.args[0].value
 
 
@@ -218,10 +234,13 @@ def test_lib_does_not_import_chapters_tools_or_bench():
 
 def test_the_cycle_finder_reports_a_cycle_and_a_package_importing_back_from_its_submodule():
     edges = {
-        "lib.a": {"lib.b"}, "lib.b": {"lib.c"}, "lib.c": {"lib.a", "lib.d"}, "lib.d": set(),
-        "lib.pkg": {"lib.pkg.sub"}, "lib.pkg.sub": {"lib.pkg"},
+        "lib.a": {"lib.b"},
+        "lib.b": {"lib.c"},
+        "lib.c": {"lib.a", "lib.d"},
+        "lib.d": set(),
+        "lib.pkg": {"lib.pkg.sub"},
+        "lib.pkg.sub": {"lib.pkg"},
     }
-    assert strongly_connected_components(edges) == [
-        ["lib.a", "lib.b", "lib.c"], ["lib.d"], ["lib.pkg", "lib.pkg.sub"]]
+    assert strongly_connected_components(edges) == [["lib.a", "lib.b", "lib.c"], ["lib.d"], ["lib.pkg", "lib.pkg.sub"]]
     assert import_cycles(edges) == [["lib.a", "lib.b", "lib.c", "lib.a"], ["lib.pkg", "lib.pkg.sub", "lib.pkg"]]
     assert import_cycles({"lib.a": {"lib.b"}, "lib.b": set()}) == []

@@ -11,9 +11,11 @@ from lib.attention import MultiHeadAttention, causal_mask, padding_mask, scaled_
 
 def _qkv(batch=2, heads=3, seq_q=5, seq_k=7, d_k=8, d_v=6, seed=0):
     g = torch.Generator().manual_seed(seed)
-    return (torch.randn(batch, heads, seq_q, d_k, generator=g),
-            torch.randn(batch, heads, seq_k, d_k, generator=g),
-            torch.randn(batch, heads, seq_k, d_v, generator=g))
+    return (
+        torch.randn(batch, heads, seq_q, d_k, generator=g),
+        torch.randn(batch, heads, seq_k, d_k, generator=g),
+        torch.randn(batch, heads, seq_k, d_v, generator=g),
+    )
 
 
 def test_sdpa_equals_torch_without_mask():
@@ -33,7 +35,7 @@ def test_sdpa_equals_torch_with_mask(kind):
     else:
         mask = torch.rand(2, 3, 6, 6, generator=torch.Generator().manual_seed(1)) > 0.5
         mask[..., 0] = True  # every query keeps at least one key
-    out, w = scaled_dot_product_attention(q, k, v, mask)
+    out, _ = scaled_dot_product_attention(q, k, v, mask)
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
 
 
@@ -68,8 +70,12 @@ def test_scaling_by_sqrt_dk_matches_hand_computation():
 def test_causal_mask_shape_and_content():
     m = causal_mask(4)
     assert m.dtype == torch.bool and m.shape == (4, 4)
-    assert m.tolist() == [[True, False, False, False], [True, True, False, False],
-                          [True, True, True, False], [True, True, True, True]]
+    assert m.tolist() == [
+        [True, False, False, False],
+        [True, True, False, False],
+        [True, True, True, False],
+        [True, True, True, True],
+    ]
 
 
 def test_padding_mask_from_tokens_and_lengths_agree():
@@ -126,6 +132,7 @@ def test_parameter_count_does_not_depend_on_heads():
 
 
 # --- bad input -----------------------------------------------------------------------------------
+
 
 def test_d_model_not_divisible_by_heads():
     with pytest.raises(ValueError, match="divisible"):

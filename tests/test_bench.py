@@ -13,8 +13,6 @@ from pathlib import Path
 import pytest
 import torch
 
-
-
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "train_speed.py"
 
 
@@ -42,11 +40,30 @@ def restore_threads():
 def test_train_speed_reports_positive_numbers(multi30k, restore_threads, tmp_path):
     bench = _load_bench()
     out = tmp_path / "speed.json"
-    report = bench.main([
-        "--presets", "tiny", "--steps", "2", "--warmup-steps", "1", "--repeats", "1", "--threads", "1",
-        "--device", "cpu", "--seq-len", "64", "--attn-d-models", "64", "--attn-repeats", "2",
-        "--json", str(out),
-    ])
+    report = bench.main(
+        [
+            "--presets",
+            "tiny",
+            "--steps",
+            "2",
+            "--warmup-steps",
+            "1",
+            "--repeats",
+            "1",
+            "--threads",
+            "1",
+            "--device",
+            "cpu",
+            "--seq-len",
+            "64",
+            "--attn-d-models",
+            "64",
+            "--attn-repeats",
+            "2",
+            "--json",
+            str(out),
+        ]
+    )
     assert json.loads(out.read_text()) == json.loads(json.dumps(report))
     assert set(report) == {"machine", "settings", "training", "attention"}
     assert {"cpu", "torch", "threads", "device"} <= set(report["machine"])

@@ -34,10 +34,24 @@ def restore_threads():
 
 def test_attention_cost_prints_a_table_and_writes_json(restore_threads, tmp_path, capsys):
     out = tmp_path / "cost.json"
-    report = _load_bench().main([
-        "--min-n", "16", "--max-n", "64", "--heads", "2", "--d-k", "8", "--repeats", "1", "--threads", "1",
-        "--json", str(out),
-    ])
+    report = _load_bench().main(
+        [
+            "--min-n",
+            "16",
+            "--max-n",
+            "64",
+            "--heads",
+            "2",
+            "--d-k",
+            "8",
+            "--repeats",
+            "1",
+            "--threads",
+            "1",
+            "--json",
+            str(out),
+        ]
+    )
     printed = capsys.readouterr().out
     assert "lib ms" in printed and "torch ms" in printed and "weight MiB" in printed and "peak MiB" in printed
     assert json.loads(out.read_text()) == json.loads(json.dumps(report))

@@ -35,10 +35,30 @@ def restore_threads():
 
 def test_attention_scaling_prints_tables_and_the_crossover_and_writes_json(restore_threads, tmp_path, capsys):
     out = tmp_path / "scaling.json"
-    report = _load_bench().main([
-        "--min-n", "16", "--max-n", "64", "--heads", "2", "--d-k", "8", "--window", "4", "--features", "8",
-        "--bucket-size", "8", "--repeats", "1", "--threads", "1", "--json", str(out),
-    ])
+    report = _load_bench().main(
+        [
+            "--min-n",
+            "16",
+            "--max-n",
+            "64",
+            "--heads",
+            "2",
+            "--d-k",
+            "8",
+            "--window",
+            "4",
+            "--features",
+            "8",
+            "--bucket-size",
+            "8",
+            "--repeats",
+            "1",
+            "--threads",
+            "1",
+            "--json",
+            str(out),
+        ]
+    )
     printed = capsys.readouterr().out
     assert "ms per call" in printed and "peak MiB" in printed and "Crossover: linear attention" in printed
     assert json.loads(out.read_text()) == json.loads(json.dumps(report))
@@ -56,9 +76,31 @@ def test_attention_scaling_prints_tables_and_the_crossover_and_writes_json(resto
 
 
 def test_attention_scaling_drops_slow_methods_and_skips_memory(restore_threads, capsys):
-    report = _load_bench().main(["--min-n", "8", "--max-n", "16", "--heads", "1", "--d-k", "4", "--window", "2",
-                                 "--features", "4", "--bucket-size", "4", "--repeats", "1", "--threads", "1",
-                                 "--no-memory", "--max-ms", "1e-9"])
+    report = _load_bench().main(
+        [
+            "--min-n",
+            "8",
+            "--max-n",
+            "16",
+            "--heads",
+            "1",
+            "--d-k",
+            "4",
+            "--window",
+            "2",
+            "--features",
+            "4",
+            "--bucket-size",
+            "4",
+            "--repeats",
+            "1",
+            "--threads",
+            "1",
+            "--no-memory",
+            "--max-ms",
+            "1e-9",
+        ]
+    )
     rows = report["rows"]
     assert all(r["ms"] is not None for r in rows if r["seq_len"] == 8)
     assert all(r["ms"] is None for r in rows if r["seq_len"] == 16)  # every method was "too slow" at n = 8
@@ -67,8 +109,17 @@ def test_attention_scaling_drops_slow_methods_and_skips_memory(restore_threads, 
     assert "peak MiB" not in printed and " - " in printed
 
 
-@pytest.mark.parametrize("argv", [["--max-n", "64", "--min-n", "128"], ["--repeats", "0"], ["--threads", "0"],
-                                  ["--window", "0"], ["--max-ms", "0"], ["--min-n", "96", "--max-n", "192"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--max-n", "64", "--min-n", "128"],
+        ["--repeats", "0"],
+        ["--threads", "0"],
+        ["--window", "0"],
+        ["--max-ms", "0"],
+        ["--min-n", "96", "--max-n", "192"],
+    ],
+)
 def test_attention_scaling_rejects_bad_arguments(argv):
     with pytest.raises(SystemExit):
         _load_bench().main(argv)
@@ -76,10 +127,15 @@ def test_attention_scaling_rejects_bad_arguments(argv):
 
 def test_crossovers_from_a_report():
     bench = _load_bench()
-    report = {"settings": {"seq_lens": [256, 512]}, "rows": [
-        {"method": "full (lib)", "seq_len": 256, "ms": 1.0}, {"method": "linear (elu+1)", "seq_len": 256, "ms": 2.0},
-        {"method": "full (torch fused)", "seq_len": 256, "ms": 0.5},
-        {"method": "full (lib)", "seq_len": 512, "ms": 4.0}, {"method": "linear (elu+1)", "seq_len": 512, "ms": 3.0},
-        {"method": "full (torch fused)", "seq_len": 512, "ms": 2.0},
-    ]}
+    report = {
+        "settings": {"seq_lens": [256, 512]},
+        "rows": [
+            {"method": "full (lib)", "seq_len": 256, "ms": 1.0},
+            {"method": "linear (elu+1)", "seq_len": 256, "ms": 2.0},
+            {"method": "full (torch fused)", "seq_len": 256, "ms": 0.5},
+            {"method": "full (lib)", "seq_len": 512, "ms": 4.0},
+            {"method": "linear (elu+1)", "seq_len": 512, "ms": 3.0},
+            {"method": "full (torch fused)", "seq_len": 512, "ms": 2.0},
+        ],
+    }
     assert bench.crossovers(report) == {"full (lib)": 512, "full (torch fused)": None}

@@ -5,8 +5,18 @@ import random
 import pytest
 import torch
 
-from lib.bert import (IGNORE_INDEX, IS_NEXT, NOT_NEXT, Bert, BertClassifier, BertConfig, BertVocab,
-                      make_nsp_pairs, mask_tokens, pack_pair)
+from lib.bert import (
+    IGNORE_INDEX,
+    IS_NEXT,
+    NOT_NEXT,
+    Bert,
+    BertClassifier,
+    BertConfig,
+    BertVocab,
+    make_nsp_pairs,
+    mask_tokens,
+    pack_pair,
+)
 from lib.data import pad_batch
 from lib.gpt import GPT, GPTConfig, generate, lm_loss
 from lib.interfaces import AttentionMaps
@@ -28,7 +38,9 @@ def one_thread():
 
 def tiny_bert(**kw):
     torch.manual_seed(0)
-    return Bert(BertConfig(VOCAB.size, d_model=32, num_heads=4, num_layers=2, d_ff=64, max_len=16, dropout=0.0, **kw)).eval()
+    return Bert(
+        BertConfig(VOCAB.size, d_model=32, num_heads=4, num_layers=2, d_ff=64, max_len=16, dropout=0.0, **kw)
+    ).eval()
 
 
 def tiny_gpt(**kw):
@@ -38,11 +50,12 @@ def tiny_gpt(**kw):
 
 # --- masking ---------------------------------------------------------------------------------------------
 
+
 def test_mask_tokens_statistics():
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(4, V, (400, 250), generator=g)
     special = torch.zeros_like(ids, dtype=torch.bool)
-    special[:, 0] = True                                    # a [CLS]-like column
+    special[:, 0] = True  # a [CLS]-like column
     ids[:, 0] = VOCAB.cls_id
     inputs, labels = mask_tokens(ids, special, V, VOCAB.mask_id, g)
     selected = labels != IGNORE_INDEX
@@ -57,7 +70,7 @@ def test_mask_tokens_statistics():
     assert abs(other.sum().item() / n - 0.1 * (1 - 1 / (V - 4))) < 0.02
     assert not selected[special].any() and (inputs[special] == ids[special]).all()
     assert (labels[selected] == ids[selected]).all() and (inputs[~selected] == ids[~selected]).all()
-    assert inputs[other].min() >= 4 and inputs[other].max() < V    # random tokens: ordinary ids only
+    assert inputs[other].min() >= 4 and inputs[other].max() < V  # random tokens: ordinary ids only
 
 
 def test_mask_tokens_is_deterministic_and_checks_arguments():
@@ -75,7 +88,10 @@ def test_mask_tokens_is_deterministic_and_checks_arguments():
 
 def test_vocab_special_ids_are_appended():
     assert (VOCAB.cls_id, VOCAB.sep_id, VOCAB.mask_id, VOCAB.size) == (50, 51, 52, 53)
-    assert VOCAB.special_mask(torch.tensor([0, 1, 2, 3, 4, 49, 50, 51, 52])).tolist() == [True] * 4 + [False] * 2 + [True] * 3
+    assert (
+        VOCAB.special_mask(torch.tensor([0, 1, 2, 3, 4, 49, 50, 51, 52])).tolist()
+        == [True] * 4 + [False] * 2 + [True] * 3
+    )
     with pytest.raises(ValueError):
         BertVocab(4)
 
@@ -107,6 +123,7 @@ def test_pack_pair_and_collate():
 
 # --- BERT ------------------------------------------------------------------------------------------------
 
+
 def test_bert_shapes_and_tied_head():
     bert = tiny_bert()
     x, s = collate_pairs([pack_pair([5, 6, 7], [8, 9], VOCAB, 16), pack_pair([5], None, VOCAB, 16)])
@@ -124,12 +141,12 @@ def test_bert_is_bidirectional_and_ignores_padding():
     bert = tiny_bert()
     x = torch.tensor([[VOCAB.cls_id, 5, 6, 7, 8, VOCAB.sep_id, 0, 0]])
     y = x.clone()
-    y[0, 4] = 9                                                     # change a later token
+    y[0, 4] = 9  # change a later token
     h1, h2 = bert(x), bert(y)
-    assert not torch.allclose(h1[0, 1], h2[0, 1])                   # an earlier position changes: bidirectional
+    assert not torch.allclose(h1[0, 1], h2[0, 1])  # an earlier position changes: bidirectional
     w = bert(x, return_attention=True)[1].encoder
     for layer_w in w:
-        assert torch.all(layer_w[..., 6:] == 0)                     # padding keys get weight exactly 0
+        assert torch.all(layer_w[..., 6:] == 0)  # padding keys get weight exactly 0
         torch.testing.assert_close(layer_w.sum(-1), torch.ones(1, 4, 8))
     z = x.clone()
     z[0, 6:] = 0
@@ -161,6 +178,7 @@ def test_bert_errors():
 
 # --- GPT -------------------------------------------------------------------------------------------------
 
+
 def test_gpt_shapes_loss_and_causality():
     gpt = tiny_gpt()
     x = torch.randint(4, V, (3, 10))
@@ -171,7 +189,7 @@ def test_gpt_shapes_loss_and_causality():
     assert torch.all(w[0].triu(1) == 0)
     y = x.clone()
     y[:, 6:] = torch.randint(4, V, (3, 4))
-    torch.testing.assert_close(gpt(y)[:, :6], logits[:, :6])     # the future never changes the past
+    torch.testing.assert_close(gpt(y)[:, :6], logits[:, :6])  # the future never changes the past
     assert not torch.allclose(gpt(y)[:, 6:], logits[:, 6:])
     manual = -torch.log_softmax(logits[:, :-1], -1).gather(-1, x[:, 1:, None]).mean()
     torch.testing.assert_close(lm_loss(logits, x), manual)
@@ -184,7 +202,7 @@ def test_gpt_output_is_tied_and_padding_ignored():
     h = gpt.token_embed(x) + gpt.position_embed.weight[:6]
     for layer in gpt.layers:
         h, _ = layer(h, torch.ones(6, 6, dtype=torch.bool).tril())
-    torch.testing.assert_close(gpt(x), h @ gpt.token_embed.weight.T)   # P(u) = softmax(h_n W_eᵀ)
+    torch.testing.assert_close(gpt(x), h @ gpt.token_embed.weight.T)  # P(u) = softmax(h_n W_eᵀ)
     logits = gpt(x)
     torch.testing.assert_close(lm_loss(logits, x), lm_loss(logits[:, :4], x[:, :4]))
 
@@ -195,8 +213,9 @@ def test_gpt_block_equals_torch_encoder_layer_with_causal_mask():
     for norm_first in (False, True):
         gpt = tiny_gpt(norm_first=norm_first)
         layer = gpt.layers[0]
-        ref = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, activation="gelu", batch_first=True,
-                                               norm_first=norm_first).eval()
+        ref = torch.nn.TransformerEncoderLayer(
+            32, 4, 64, dropout=0.0, activation="gelu", batch_first=True, norm_first=norm_first
+        ).eval()
         with torch.no_grad():
             _copy_mha(layer.self_attn, ref.self_attn)
             _copy_ffn_norms(layer, ref, 2)
@@ -222,7 +241,7 @@ def test_generate_greedy_and_top1():
     a = generate(gpt, prompt, 6, temperature=1.0, generator=torch.Generator().manual_seed(3))
     b = generate(gpt, prompt, 6, temperature=1.0, generator=torch.Generator().manual_seed(3))
     assert torch.equal(a, b) and a.shape == (9,)
-    long = generate(gpt, prompt[None].repeat(2, 1), 15, temperature=0)    # beyond max_len: sliding window
+    long = generate(gpt, prompt[None].repeat(2, 1), 15, temperature=0)  # beyond max_len: sliding window
     assert long.shape == (2, 18)
 
 
@@ -261,6 +280,7 @@ def test_gpt_errors():
 
 # --- training helper ---------------------------------------------------------------------------------------
 
+
 def test_the_one_training_loop_trains_gpt_deterministically():
     seqs = gpt_sequences([[4 + (i % 5), 5 + (i % 5), 6 + (i % 5)] for i in range(64)], 12)
 
@@ -273,13 +293,20 @@ def test_the_one_training_loop_trains_gpt_deterministically():
 
         val = pad_batch(seqs)
         config = TrainConfig(max_steps=20, warmup=5, eval_every_steps=10, peak_lr=3e-3)
-        return train(gpt, sentence_batches(seqs, 16), config, loss_fn=loss_fn,
-                     evaluate=lambda m: lm_loss(m(val), val).item(), progress=False, log=lambda _: None)
+        return train(
+            gpt,
+            sentence_batches(seqs, 16),
+            config,
+            loss_fn=loss_fn,
+            evaluate=lambda m: lm_loss(m(val), val).item(),
+            progress=False,
+            log=lambda _: None,
+        )
 
     h1, h2 = run(), run()
     assert [e["val_loss"] for e in h1.history] == [e["val_loss"] for e in h2.history]
     assert h1.steps == 20 and [e["step"] for e in h1.history] == [10, 20]
-    assert h1.history[-1]["val_loss"] < h1.history[0]["val_loss"] < 4.0   # ln 50 = 3.9 at the start
+    assert h1.history[-1]["val_loss"] < h1.history[0]["val_loss"] < 4.0  # ln 50 = 3.9 at the start
     assert h1.curve("val_loss")[0] == [10, 20]
     assert unigram_counts([[4, 4, 5]], 6).tolist() == [0, 0, 0, 0, 2, 1]
 

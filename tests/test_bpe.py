@@ -12,7 +12,6 @@ import pytest
 import torch
 
 import lib.bpe as tokenize
-from lib.data import SHA256, data_dir, load_multi30k
 from lib.bpe import (
     BOS,
     BOS_ID,
@@ -30,6 +29,7 @@ from lib.bpe import (
     tokens,
     train_bpe,
 )
+from lib.data import SHA256, data_dir, load_multi30k
 
 TOY = [
     "Ein Hund läuft über die Wiese.",
@@ -147,7 +147,7 @@ def test_save_and_load_round_trip(toy_tok, tmp_path):
 
 
 def test_load_tokenizer_missing_file(tmp_path):
-    with pytest.raises(FileNotFoundError, match="nope.json"):
+    with pytest.raises(FileNotFoundError, match=r"nope\.json"):
         load_tokenizer(tmp_path / "nope.json")
 
 

@@ -49,6 +49,7 @@ def test_notebook_is_ready_for_the_website(path):
 
 CHECKED = NOTEBOOKS  # every chapter: exercises with checkers, a widget, a kernel-free slider
 
+
 def _cells(path):
     return json.loads(path.read_text(encoding="utf-8"))["cells"]
 
@@ -96,7 +97,9 @@ def test_solutions_are_gated_dropdowns_whose_code_passes(path):
         label = before.split()[1]
         assert any(f":label: {label}" in _source(c) for c in cells[:i] if c["cell_type"] == "markdown")
         assert any("✅" in t for t in _text_outputs(cell)), f"solution {label} has no stored ✅"
-        assert _source(cell).rstrip().splitlines()[-1].startswith("assert check("), f"solution {label} ends without check"
+        assert _source(cell).rstrip().splitlines()[-1].startswith("assert check("), (
+            f"solution {label} ends without check"
+        )
 
 
 @pytest.mark.parametrize("path", CHECKED, ids=lambda p: p.stem)
@@ -110,8 +113,9 @@ def test_widgets_come_after_a_static_figure_and_are_ignored_by_nbval(path):
         # the static figure of the widget's default value comes earlier in the same section
         start = max(i for i in range(w) if cells[i]["cell_type"] == "markdown" and _source(cells[i]).startswith("#"))
         before = [c for c in cells[start:w] if c["cell_type"] == "code"]
-        assert any("image/png" in out.get("data", {}) for c in before for out in c.get("outputs", [])), \
+        assert any("image/png" in out.get("data", {}) for c in before for out in c.get("outputs", [])), (
             f"no static figure before the widget in code cell {w}"
+        )
 
 
 # --- the website has no kernel: every live widget has a kernel-free slider before it ---------------------
@@ -148,7 +152,9 @@ def test_every_widget_has_a_kernel_free_slider_before_it(path):
     assert widgets, "every chapter has an interact/interact_manual widget"
     for w in widgets:
         start = max(i for i in range(w) if cells[i]["cell_type"] == "markdown" and _source(cells[i]).startswith("#"))
-        sliders = [i for i in range(start, w) if cells[i]["cell_type"] == "code" and "figure_slider(" in _source(cells[i])]
+        sliders = [
+            i for i in range(start, w) if cells[i]["cell_type"] == "code" and "figure_slider(" in _source(cells[i])
+        ]
         assert sliders, f"no figure_slider cell before the widget in cell {w} (same section)"
         for s in sliders:
             cell = cells[s]
@@ -158,15 +164,21 @@ def test_every_widget_has_a_kernel_free_slider_before_it(path):
             assert frames is not None, f"cell {s}: no stored figure-slider HTML output (make execute)"
             assert len(frames) >= 2 and all(f.startswith("data:image/png;base64,") for f in frames)
             size = len(json.dumps(cell["outputs"], ensure_ascii=False))
-            assert size < SLIDER_BYTES, f"cell {s}: the slider's output is {size / 1024:.0f} kB (fewer frames, lower dpi)"
+            assert size < SLIDER_BYTES, (
+                f"cell {s}: the slider's output is {size / 1024:.0f} kB (fewer frames, lower dpi)"
+            )
             for out in cell["outputs"]:
                 plain = out.get("data", {}).get("text/plain", "")
                 plain = "".join(plain) if isinstance(plain, list) else plain
                 assert len(plain) < 2000, f"cell {s}: the text/plain output holds the frames"
         # static figure -> kernel-free slider -> live widget
         first = sliders[0]
-        assert any("image/png" in out.get("data", {}) for c in cells[start:first] if c["cell_type"] == "code"
-                   for out in c.get("outputs", [])), f"no static figure before the slider in cell {first}"
+        assert any(
+            "image/png" in out.get("data", {})
+            for c in cells[start:first]
+            if c["cell_type"] == "code"
+            for out in c.get("outputs", [])
+        ), f"no static figure before the slider in cell {first}"
 
 
 def test_every_chapter_starts_with_the_colab_set_up_cell():
@@ -174,8 +186,9 @@ def test_every_chapter_starts_with_the_colab_set_up_cell():
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "colab_cell.py"), "--check"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "colab_cell.py"), "--check"], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     for path in NOTEBOOKS:
         cell = json.loads(path.read_text(encoding="utf-8"))["cells"][1]

@@ -39,8 +39,11 @@ def test_from_dict_names_unknown_and_missing_fields(cls):
     data = CONFIGS[cls].to_dict()
     with pytest.raises(ValueError, match=r"no field\(s\) \['num_hedas'\]"):
         cls.from_dict({**data, "num_hedas": 8})
-    required = [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING
-                and f.default_factory is dataclasses.MISSING]
+    required = [
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
     if required:
         with pytest.raises(ValueError, match=required[0]):
             cls.from_dict({k: v for k, v in data.items() if k != required[0]})

@@ -6,10 +6,17 @@ import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 from lib.attention import MultiHeadAttention, scaled_dot_product_attention
-from lib.cost import AttentionCost, attention_cost, attention_flops, attention_weight_bytes, median_ms, peak_tensor_bytes
-
+from lib.cost import (
+    AttentionCost,
+    attention_cost,
+    attention_flops,
+    attention_weight_bytes,
+    median_ms,
+    peak_tensor_bytes,
+)
 
 # --- attention_weight_bytes ----------------------------------------------------------------------------------
+
 
 def test_weight_bytes_is_batch_heads_n_squared_times_itemsize():
     assert attention_weight_bytes(1, 8, 4096) == 8 * 4096 * 4096 * 4 == 512 * 2**20
@@ -32,11 +39,12 @@ def test_weight_bytes_rejects_bad_sizes(args):
 
 
 def test_weight_bytes_rejects_a_dtype_that_is_not_a_torch_dtype():
-    with pytest.raises(ValueError, match="torch.dtype"):
+    with pytest.raises(ValueError, match=r"torch\.dtype"):
         attention_weight_bytes(1, 1, 4, dtype="float32")
 
 
 # --- attention_flops -----------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("batch, heads, seq_q, seq_k, d_k, d_v", [(1, 4, 32, 32, 16, 16), (2, 2, 5, 9, 8, 3)])
 def test_flops_match_torchs_flop_counter_on_lib_attention(batch, heads, seq_q, seq_k, d_k, d_v):
@@ -61,6 +69,7 @@ def test_flops_reject_bad_sizes():
 
 # --- peak_tensor_bytes ---------------------------------------------------------------------------------------
 
+
 def test_peak_of_one_new_tensor_is_its_size():
     assert peak_tensor_bytes(lambda: torch.empty(1000)) == 4000
     assert peak_tensor_bytes(lambda: torch.zeros(10, 10, dtype=torch.float64)) == 800
@@ -77,15 +86,15 @@ def test_views_and_in_place_changes_of_existing_tensors_count_zero():
 def test_freed_tensors_leave_the_count():
     def two_at_a_time():
         a = torch.ones(1000)
-        b = a * 2          # a and b alive: 8000 bytes
-        del a              # 4000
-        c = b * 2          # b and c alive: 8000
+        b = a * 2  # a and b alive: 8000 bytes
+        del a  # 4000
+        c = b * 2  # b and c alive: 8000
         return c
 
     def three_at_a_time():
         a = torch.ones(1000)
         b = a * 2
-        c = b * 2          # all three alive: 12000
+        c = b * 2  # all three alive: 12000
         return a, b, c
 
     assert peak_tensor_bytes(two_at_a_time) == 8000
@@ -99,8 +108,8 @@ def test_libs_attention_holds_scores_and_weights_at_once_torchs_fused_kernel_nei
     with torch.no_grad():
         lib_peak = peak_tensor_bytes(lambda: scaled_dot_product_attention(q, k, v))
         fused_peak = peak_tensor_bytes(lambda: F.scaled_dot_product_attention(q, k, v))
-    assert lib_peak == 2 * weights + output       # the scaled scores and the softmax's weights, then the output
-    assert output <= fused_peak < weights         # no n × n tensor: the output (and O(n) statistics)
+    assert lib_peak == 2 * weights + output  # the scaled scores and the softmax's weights, then the output
+    assert output <= fused_peak < weights  # no n × n tensor: the output (and O(n) statistics)
 
 
 def test_peak_rejects_a_non_callable():
@@ -110,6 +119,7 @@ def test_peak_rejects_a_non_callable():
 
 # --- median_ms -----------------------------------------------------------------------------------------------
 
+
 def test_median_ms_calls_each_function_warmup_plus_repeats_times_and_returns_positive_ms():
     counts = {"a": 0, "b": 0}
 
@@ -117,6 +127,7 @@ def test_median_ms_calls_each_function_warmup_plus_repeats_times_and_returns_pos
         def fn():
             counts[name] += 1
             return sum(range(1000))
+
         return fn
 
     ms = median_ms({"a": make("a"), "b": make("b")}, repeats=3, warmup=2)
@@ -124,18 +135,22 @@ def test_median_ms_calls_each_function_warmup_plus_repeats_times_and_returns_pos
     assert counts == {"a": 5, "b": 5}
 
 
-@pytest.mark.parametrize("calls, kwargs, words", [
-    ({}, {}, "non-empty"),
-    ({"a": 3}, {}, "callable"),
-    ({"a": lambda: 0}, {"repeats": 0}, "repeats"),
-    ({"a": lambda: 0}, {"warmup": -1}, "warmup"),
-])
+@pytest.mark.parametrize(
+    "calls, kwargs, words",
+    [
+        ({}, {}, "non-empty"),
+        ({"a": 3}, {}, "callable"),
+        ({"a": lambda: 0}, {"repeats": 0}, "repeats"),
+        ({"a": lambda: 0}, {"warmup": -1}, "warmup"),
+    ],
+)
 def test_median_ms_rejects_bad_arguments(calls, kwargs, words):
     with pytest.raises(ValueError, match=words):
         median_ms(calls, **kwargs)
 
 
 # --- attention_cost ------------------------------------------------------------------------------------------
+
 
 def test_attention_cost_rows():
     rows = attention_cost([16, 32], batch=1, heads=2, d_k=8, repeats=1, warmup=0)
@@ -147,8 +162,15 @@ def test_attention_cost_rows():
         assert r.lib_ms > 0 and r.torch_ms > 0
         assert r.lib_peak_bytes == 2 * r.weight_bytes + 1 * 2 * r.seq_len * 8 * 4
         assert r.torch_peak_bytes < r.lib_peak_bytes
-        assert set(r.to_dict()) == {"seq_len", "flops", "weight_bytes", "lib_ms", "torch_ms",
-                                    "lib_peak_bytes", "torch_peak_bytes"}
+        assert set(r.to_dict()) == {
+            "seq_len",
+            "flops",
+            "weight_bytes",
+            "lib_ms",
+            "torch_ms",
+            "lib_peak_bytes",
+            "torch_peak_bytes",
+        }
 
 
 def test_attention_cost_can_skip_time_and_memory():

@@ -108,15 +108,13 @@ def parse_sections(doc: str | None) -> dict[str, str]:
             current = sections.setdefault(header, [])
         elif stripped.startswith("Source:"):
             current = sections.setdefault("Source", [])
-            current.append(stripped[len("Source:"):])
+            current.append(stripped[len("Source:") :])
         elif current is not None:
             current.append(line)
     return {name: "\n".join(lines) for name, lines in sections.items()}
 
 
-_ENTRY = re.compile(
-    r"^\s*(?P<names>`*\*{0,2}\w+`*(?:\s*,\s*`*\*{0,2}\w+`*)*)\s*(?:\([^)]*\))?\s*:(?:\s|$)"
-)
+_ENTRY = re.compile(r"^\s*(?P<names>`*\*{0,2}\w+`*(?:\s*,\s*`*\*{0,2}\w+`*)*)\s*(?:\([^)]*\))?\s*:(?:\s|$)")
 
 
 def documented_names(section: str | None) -> set[str]:
@@ -350,7 +348,8 @@ def check_module(module: types.ModuleType) -> dict[str, list[str]]:
 def lib_module_names(package: types.ModuleType = lib) -> list[str]:
     """Every module of the package (sub-packages included), ``__main__`` modules left out."""
     return sorted(
-        name for _, name, _ in pkgutil.walk_packages(package.__path__, package.__name__ + ".")
+        name
+        for _, name, _ in pkgutil.walk_packages(package.__path__, package.__name__ + ".")
         if name.rsplit(".", 1)[-1] != "__main__"
     )
 
@@ -366,7 +365,8 @@ MODULES = lib_module_names()
 def test_module_defines_all(module_name: str) -> None:
     module = importlib.import_module(module_name)
     assert isinstance(getattr(module, "__all__", None), (list, tuple)), (
-        f"{module_name} defines no __all__ (a list of its public names; [] if it has none)")
+        f"{module_name} defines no __all__ (a list of its public names; [] if it has none)"
+    )
 
 
 @pytest.mark.parametrize("module_name", MODULES, ids=MODULES)
@@ -374,8 +374,11 @@ def test_public_docstrings_complete(module_name: str) -> None:
     module = importlib.import_module(module_name)
     failures = {name: problems for name, problems in check_module(module).items() if problems}
     if failures:
-        pytest.fail(f"{module_name}: {len(failures)} public name(s) with incomplete docstrings:\n" + "\n".join(
-            f"  {name}: {'; '.join(problems)}" for name, problems in failures.items()), pytrace=False)
+        pytest.fail(
+            f"{module_name}: {len(failures)} public name(s) with incomplete docstrings:\n"
+            + "\n".join(f"  {name}: {'; '.join(problems)}" for name, problems in failures.items()),
+            pytrace=False,
+        )
 
 
 @pytest.mark.parametrize("module_name", sorted(SOURCE_REQUIRED), ids=sorted(SOURCE_REQUIRED))
@@ -435,7 +438,7 @@ def _fake_complete(batch: int, heads: int, *args: Any, **overrides: Any) -> int:
 
     try:
         inner()
-    except KeyError:  # noqa: TRY203 - a bare re-raise, which the checker must not count
+    except KeyError:  # a bare re-raise, which the checker must not count
         raise
     return batch * heads
 
@@ -444,8 +447,8 @@ def _fake_reraise_variable() -> None:
     """Re-raise a caught error (not a named exception)."""
     try:
         pass
-    except OSError as err:  # noqa: TRY203 - re-raising a variable, which the checker must not count
-        raise err  # noqa: TRY201
+    except OSError as err:  # re-raising a variable, which the checker must not count
+        raise err
 
 
 @dataclasses.dataclass
@@ -509,12 +512,16 @@ def test_checker_reports_missing_sections() -> None:
 
     # the dataclass-generated __init__ asks for no Args:, the fields and __post_init__'s raise do
     assert check_class(_FakeConfig) == [
-        "Attributes: does not document field(s) depth", "no Raises: section (raises ValueError)"]
+        "Attributes: does not document field(s) depth",
+        "no Raises: section (raises ValueError)",
+    ]
     members = class_members(_FakeConfig)
     assert set(members) == {"area", "scaled"}
     assert not summary_line(own_doc(members["area"]))
     assert check_function(members["scaled"], is_method=True) == [
-        "no Args: section (parameters factor)", "no Returns: section"]
+        "no Args: section (parameters factor)",
+        "no Returns: section",
+    ]
 
     assert check_class(_FakeModule) == ["no Args: section for __init__ (parameters d_model)"]
     assert check_function(_FakeModule.forward, is_method=True) == []

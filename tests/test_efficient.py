@@ -26,9 +26,11 @@ from lib.efficient import (
 
 def _qkv(batch=2, heads=3, n=24, d_k=8, d_v=6, seed=0, dtype=torch.float64, scale=1.0):
     g = torch.Generator().manual_seed(seed)
-    return (scale * torch.randn(batch, heads, n, d_k, generator=g, dtype=dtype),
-            scale * torch.randn(batch, heads, n, d_k, generator=g, dtype=dtype),
-            torch.randn(batch, heads, n, d_v, generator=g, dtype=dtype))
+    return (
+        scale * torch.randn(batch, heads, n, d_k, generator=g, dtype=dtype),
+        scale * torch.randn(batch, heads, n, d_k, generator=g, dtype=dtype),
+        torch.randn(batch, heads, n, d_v, generator=g, dtype=dtype),
+    )
 
 
 def _shared_keys(q):
@@ -39,8 +41,9 @@ def _shared_keys(q):
 def _future_changed(x, t):
     """A copy of x whose positions after t are replaced by other random numbers."""
     y = x.clone()
-    y[..., t + 1:, :] = torch.randn(y[..., t + 1:, :].shape, generator=torch.Generator().manual_seed(99),
-                                    dtype=x.dtype)
+    y[..., t + 1 :, :] = torch.randn(
+        y[..., t + 1 :, :].shape, generator=torch.Generator().manual_seed(99), dtype=x.dtype
+    )
     return y
 
 
@@ -51,8 +54,9 @@ def test_sliding_window_mask_is_a_band():
     m = sliding_window_mask(6, 1)
     expected = torch.tensor([[abs(i - j) <= 1 for j in range(6)] for i in range(6)])
     assert torch.equal(m, expected) and m.dtype == torch.bool
-    assert torch.equal(sliding_window_mask(6, 2, causal=True),
-                       torch.tensor([[0 <= i - j <= 2 for j in range(6)] for i in range(6)]))
+    assert torch.equal(
+        sliding_window_mask(6, 2, causal=True), torch.tensor([[0 <= i - j <= 2 for j in range(6)] for i in range(6)])
+    )
 
 
 def test_sliding_window_mask_global_tokens_see_and_are_seen_by_all():
@@ -96,8 +100,10 @@ def test_sliding_window_one_position_and_float32():
     q, k, v = _qkv(n=1)
     torch.testing.assert_close(sliding_window_attention(q, k, v, 4)[0], v)
     q, k, v = _qkv(dtype=torch.float32)
-    torch.testing.assert_close(sliding_window_attention(q, k, v, 3)[0],
-                               F.scaled_dot_product_attention(q, k, v, attn_mask=sliding_window_mask(24, 3)))
+    torch.testing.assert_close(
+        sliding_window_attention(q, k, v, 3)[0],
+        F.scaled_dot_product_attention(q, k, v, attn_mask=sliding_window_mask(24, 3)),
+    )
 
 
 def test_sliding_window_memory_grows_linearly_not_quadratically():
@@ -109,7 +115,7 @@ def test_sliding_window_memory_grows_linearly_not_quadratically():
             return peak_tensor_bytes(lambda: sliding_window_attention(q, k, v, 4, block_size=8))
 
     small, large = peak(512), peak(2048)
-    assert 3.5 < large / small < 4.5   # 4 × longer, 4 × the memory (full attention: 16 ×)
+    assert 3.5 < large / small < 4.5  # 4 × longer, 4 × the memory (full attention: 16 ×)
     assert large < 2048 * 2048 * 4 / 8  # far below one n × n float32 matrix
 
 
@@ -118,8 +124,8 @@ def test_sliding_window_no_future_leakage():
     t = 10
     out, _ = sliding_window_attention(q, k, v, 3, [2, 15], causal=True)
     out2, _ = sliding_window_attention(q, _future_changed(k, t), _future_changed(v, t), 3, [2, 15], causal=True)
-    torch.testing.assert_close(out[..., :t + 1, :], out2[..., :t + 1, :])
-    assert not torch.allclose(out[..., t + 1:, :], out2[..., t + 1:, :])
+    torch.testing.assert_close(out[..., : t + 1, :], out2[..., : t + 1, :])
+    assert not torch.allclose(out[..., t + 1 :, :], out2[..., t + 1 :, :])
 
 
 def test_global_tokens_see_everything():
@@ -197,8 +203,8 @@ def test_causal_linear_and_performer_have_no_future_leakage(fn):
 
     out = run(q, k, v)
     out2 = run(_future_changed(q, t), _future_changed(k, t), _future_changed(v, t))
-    torch.testing.assert_close(out[..., :t + 1, :], out2[..., :t + 1, :], rtol=1e-12, atol=1e-12)
-    assert not torch.allclose(out[..., t + 1:, :], out2[..., t + 1:, :])
+    torch.testing.assert_close(out[..., : t + 1, :], out2[..., : t + 1, :], rtol=1e-12, atol=1e-12)
+    assert not torch.allclose(out[..., t + 1 :, :], out2[..., t + 1 :, :])
 
 
 # --- Performer -------------------------------------------------------------------------------------
@@ -215,7 +221,7 @@ def test_random_projection_is_seeded_orthogonal_in_blocks_and_gaussian_sized():
     iid = random_projection(4000, 8, seed=0, orthogonal=False, dtype=torch.float64)
     assert abs(iid.mean().item()) < 0.02 and abs(iid.var().item() - 1) < 0.03
     orf = random_projection(4000, 8, seed=0, dtype=torch.float64)
-    assert abs((orf ** 2).sum(1).mean().item() - 8) < 0.3  # E‖ω‖² = d_k, as for Gaussian rows
+    assert abs((orf**2).sum(1).mean().item() - 8) < 0.3  # E‖ω‖² = d_k, as for Gaussian rows
 
 
 def test_random_projection_returns_a_copy():
@@ -229,9 +235,9 @@ def test_performer_features_estimate_the_exponential_kernel_without_bias():
     g = torch.Generator().manual_seed(0)
     x = 0.3 * torch.randn(6, 8, generator=g, dtype=torch.float64)
     y = 0.3 * torch.randn(5, 8, generator=g, dtype=torch.float64)
-    w = random_projection(2 ** 16, 8, seed=0, orthogonal=False, dtype=torch.float64)
+    w = random_projection(2**16, 8, seed=0, orthogonal=False, dtype=torch.float64)
     fx, fy = performer_features(x, w), performer_features(y, w)
-    assert (fx > 0).all() and fx.shape == (6, 2 ** 16)
+    assert (fx > 0).all() and fx.shape == (6, 2**16)
     ratio = (fx @ fy.T) / torch.exp(x @ y.T)
     assert abs(ratio.mean().item() - 1) < 0.02 and (ratio - 1).abs().max() < 0.06
 
@@ -260,10 +266,15 @@ def test_performer_causal_approximates_causal_softmax():
 def test_performer_is_linear_attention_with_its_features():
     q, k, v = _qkv(n=10, d_k=4, scale=0.5)
     w = random_projection(32, 4, seed=7, dtype=torch.float64)
-    phi = lambda x: performer_features(x * 4 ** -0.25, w)  # noqa: E731
+
+    def phi(x):
+        return performer_features(x * 4**-0.25, w)
+
     for causal in (False, True):
-        torch.testing.assert_close(performer_attention(q, k, v, 32, seed=7, causal=causal)[0],
-                                   linear_attention_quadratic(q, k, v, feature_map=phi, causal=causal)[0])
+        torch.testing.assert_close(
+            performer_attention(q, k, v, 32, seed=7, causal=causal)[0],
+            linear_attention_quadratic(q, k, v, feature_map=phi, causal=causal)[0],
+        )
 
 
 # --- LSH (Reformer) --------------------------------------------------------------------------------
@@ -279,9 +290,17 @@ def test_lsh_with_one_bucket_is_full_attention_with_shared_qk(num_hashes):
     torch.testing.assert_close(lsh_attention(q, q, v, 1)[0], out)  # key=query is accepted
 
 
-@pytest.mark.parametrize("num_buckets, num_hashes, bucket_size, causal", [
-    (2, 1, None, False), (4, 1, None, False), (8, 2, None, True), (4, 3, 4, False), (6, 4, 6, True), (2, 2, 12, False),
-])
+@pytest.mark.parametrize(
+    "num_buckets, num_hashes, bucket_size, causal",
+    [
+        (2, 1, None, False),
+        (4, 1, None, False),
+        (8, 2, None, True),
+        (4, 3, 4, False),
+        (6, 4, 6, True),
+        (2, 2, 12, False),
+    ],
+)
 def test_lsh_equals_full_attention_over_its_mask(num_buckets, num_hashes, bucket_size, causal):
     q, _, v = _qkv()
     out, _ = lsh_attention(q, None, v, num_buckets, num_hashes, bucket_size, seed=3, causal=causal)
@@ -291,7 +310,7 @@ def test_lsh_equals_full_attention_over_its_mask(num_buckets, num_hashes, bucket
 
 
 def test_lsh_sees_fewer_keys_with_more_buckets_and_more_with_more_rounds():
-    q, _, v = _qkv(n=64)
+    q, _, _ = _qkv(n=64)
     few = lsh_mask(q, 16, 1, seed=0).float().mean()
     assert few.item() == pytest.approx(2 * 4 / 64)  # each query: own chunk + previous chunk of 4
     assert lsh_mask(q, 16, 4, seed=0).float().mean() > few
@@ -342,8 +361,9 @@ def test_scaling_cost_times_every_method_and_drops_the_slow_ones():
     assert all(p.ms > 0 and p.peak_bytes > 0 for p in points)
     full = {p.seq_len: p.peak_bytes for p in points if p.method == "full (lib)"}
     assert full[32] == 2 * 32 * 32 * 4 + 32 * 8 * 4  # scores + weights + output, as in lib.cost
-    dropped = scaling_cost([16, 32], {"slow": lambda q, k, v: q}, heads=1, d_k=8, repeats=1, warmup=0,
-                           max_ms=0.0, measure_memory=False)
+    dropped = scaling_cost(
+        [16, 32], {"slow": lambda q, k, v: q}, heads=1, d_k=8, repeats=1, warmup=0, max_ms=0.0, measure_memory=False
+    )
     assert dropped[0].ms is not None and dropped[1].ms is None and dropped[0].peak_bytes is None
 
 
@@ -419,12 +439,15 @@ def test_bad_inputs_raise_value_errors():
         lsh_hash(q, torch.zeros(2, 8))
 
 
-@pytest.mark.parametrize("fn", [
-    lambda q, k, v: sliding_window_attention(q, k, v, 2),
-    lambda q, k, v: linear_attention(q, k, v),
-    lambda q, k, v: linear_attention_quadratic(q, k, v),
-    lambda q, k, v: performer_attention(q, k, v, 8),
-])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda q, k, v: sliding_window_attention(q, k, v, 2),
+        lambda q, k, v: linear_attention(q, k, v),
+        lambda q, k, v: linear_attention_quadratic(q, k, v),
+        lambda q, k, v: performer_attention(q, k, v, 8),
+    ],
+)
 def test_shape_mismatches_raise(fn):
     q, k, v = _qkv()
     with pytest.raises(ValueError, match="same d_k"):

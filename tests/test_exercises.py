@@ -52,7 +52,7 @@ def shift_matrix_correct(k, d_model):
     # Solve PE(pos + k) = M PE(pos) from the table itself: least squares over 1000 positions.
     pe = sinusoidal_positional_encoding(1000 + abs(k), d_model).double()
     start = max(0, -k)
-    a, b = pe[start:start + 1000 - abs(k)], pe[start + k:start + k + 1000 - abs(k)]
+    a, b = pe[start : start + 1000 - abs(k)], pe[start + k : start + k + 1000 - abs(k)]
     return torch.linalg.lstsq(a, b).solution.T  # rows of b = rows of a @ Mᵀ
 
 
@@ -75,32 +75,44 @@ def encoder_input_times_d(emb):
 
 # name -> (correct answer, [(wrong answer, words the ❌ message must contain), ...])
 CASES = {
-    "pe_row": (pe_row_correct, [
-        (pe_row_swapped, "swapped sin and cos"),
-        (pe_row_i_not_2i, "i instead of 2i"),
-        (pe_row_own_index, "share the frequency"),
-        (pe_row_no_divide, "divide the exponent by d_model"),
-        (pe_row_exponent_i, "used i as the exponent; it is 2i/d_model"),
-        (lambda pos, d: np.sin(pe_row_correct(pos, d).numpy()), "your row is [0.74562"),  # no known mistake
-        (lambda pos, d: pe_row_correct(pos, d)[:-1], "expected d_model"),
-    ]),
-    "pe_norm": (lambda d: float(sinusoidal_positional_encoding(1, d).norm()), [
-        (lambda d: d / 2, "squared length"),
-        (lambda d: math.sqrt(d), "d_model/2 pairs"),
-        (lambda d: 16.0, "for d_model=8 your length is 16; expected 2"),
-        (lambda d: 12.0, "Hint"),
-        (16.0, "expected a function"),
-    ]),
-    "pe_shift_matrix": (shift_matrix_correct, [
-        (shift_matrix_transposed, "shifts by -k"),
-        (lambda k, d: torch.eye(d), "identity"),
-        (lambda k, d: torch.eye(d - 2), "expected (8, 8)"),
-    ]),
-    "encoder_input": (encoder_input_correct, [
-        (encoder_input_unscaled, "forgot to multiply the embeddings by √d_model"),
-        (encoder_input_times_d, "multiplied by d_model"),
-        (lambda emb: encoder_input_correct(emb)[:, :-1], "expected"),
-    ]),
+    "pe_row": (
+        pe_row_correct,
+        [
+            (pe_row_swapped, "swapped sin and cos"),
+            (pe_row_i_not_2i, "i instead of 2i"),
+            (pe_row_own_index, "share the frequency"),
+            (pe_row_no_divide, "divide the exponent by d_model"),
+            (pe_row_exponent_i, "used i as the exponent; it is 2i/d_model"),
+            (lambda pos, d: np.sin(pe_row_correct(pos, d).numpy()), "your row is [0.74562"),  # no known mistake
+            (lambda pos, d: pe_row_correct(pos, d)[:-1], "expected d_model"),
+        ],
+    ),
+    "pe_norm": (
+        lambda d: float(sinusoidal_positional_encoding(1, d).norm()),
+        [
+            (lambda d: d / 2, "squared length"),
+            (lambda d: math.sqrt(d), "d_model/2 pairs"),
+            (lambda d: 16.0, "for d_model=8 your length is 16; expected 2"),
+            (lambda d: 12.0, "Hint"),
+            (16.0, "expected a function"),
+        ],
+    ),
+    "pe_shift_matrix": (
+        shift_matrix_correct,
+        [
+            (shift_matrix_transposed, "shifts by -k"),
+            (lambda k, d: torch.eye(d), "identity"),
+            (lambda k, d: torch.eye(d - 2), "expected (8, 8)"),
+        ],
+    ),
+    "encoder_input": (
+        encoder_input_correct,
+        [
+            (encoder_input_unscaled, "forgot to multiply the embeddings by √d_model"),
+            (encoder_input_times_d, "multiplied by d_model"),
+            (lambda emb: encoder_input_correct(emb)[:, :-1], "expected"),
+        ],
+    ),
 }
 
 
@@ -123,8 +135,10 @@ ALL_CASES = _all_cases()
 
 def test_every_registered_exercise_has_test_cases():
     missing = sorted(set(EXERCISES) - set(ALL_CASES))
-    assert not missing, (f"add a correct and a wrong answer to CASES (tests/test_exercises.py, or the chapter's "
-                         f"tests/test_exercises_<chapter>.py) for {missing}")
+    assert not missing, (
+        f"add a correct and a wrong answer to CASES (tests/test_exercises.py, or the chapter's "
+        f"tests/test_exercises_<chapter>.py) for {missing}"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(ALL_CASES))
@@ -168,7 +182,7 @@ def test_unsolved_prints_the_not_yet_message(answer, capsys):
 
 
 def test_unknown_name_raises_and_lists_the_known_names():
-    with pytest.raises(ValueError, match="unknown exercise 'no_such'.*pe_row"):
+    with pytest.raises(ValueError, match=r"unknown exercise 'no_such'.*pe_row"):
         check("no_such", 1)
 
 
@@ -188,12 +202,15 @@ def test_a_function_without_return_is_reported(capsys):
     assert "did you forget the `return`" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("name, answer, words", [
-    ("pe_row", 3, "expected a function"),
-    ("pe_row", lambda pos, d: "not numbers", "should be numbers"),
-    ("pe_norm", lambda d: "16", "single number"),
-    ("pe_norm", lambda d: [16, 16], "single number"),
-])
+@pytest.mark.parametrize(
+    "name, answer, words",
+    [
+        ("pe_row", 3, "expected a function"),
+        ("pe_row", lambda pos, d: "not numbers", "should be numbers"),
+        ("pe_norm", lambda d: "16", "single number"),
+        ("pe_norm", lambda d: [16, 16], "single number"),
+    ],
+)
 def test_answers_of_the_wrong_type_give_a_cross(name, answer, words, capsys):
     assert check(name, answer) is False
     out = capsys.readouterr().out
@@ -259,8 +276,7 @@ def test_none_still_means_a_forgotten_return_not_unsolved(capsys):
 def test_every_function_exercise_reports_a_placeholder_body_as_not_solved(name, capsys):
     # Whatever the checker does first (a plain call, a call that expects ValueError, a memory measurement),
     # a stub that returns `...` must give the one ⏳ line, never ❌ or a traceback.
-    def stub(*args, **kwargs):
-        ...
+    def stub(*args, **kwargs): ...
 
     assert check(name, stub) is False
     assert capsys.readouterr().out == f"⏳ {name}: not solved yet — fill in the body of stub\n"
@@ -275,14 +291,16 @@ def test_a_placeholder_body_is_recognised_with_or_without_docstring_and_pass(cap
 
     assert check("pe_norm", with_pass) is False
     assert check("pe_norm", with_docstring_only) is False
-    assert capsys.readouterr().out == ("⏳ pe_norm: not solved yet — fill in the body of with_pass\n"
-                                       "⏳ pe_norm: not solved yet — fill in the body of with_docstring_only\n")
+    assert capsys.readouterr().out == (
+        "⏳ pe_norm: not solved yet — fill in the body of with_pass\n"
+        "⏳ pe_norm: not solved yet — fill in the body of with_docstring_only\n"
+    )
 
 
 def test_a_returned_ellipsis_from_a_body_that_does_something_is_also_not_solved(capsys):
     def pe_norm(d_model):
         half = d_model / 2  # started, not finished
-        return ... if half else ...
+        return ... if half else ...  # noqa: RUF034 - a body that does something, yet returns ... either way
 
     assert check("pe_norm", pe_norm) is False
     assert capsys.readouterr().out == "⏳ pe_norm: not solved yet — fill in the body of pe_norm\n"
@@ -290,8 +308,7 @@ def test_a_returned_ellipsis_from_a_body_that_does_something_is_also_not_solved(
 
 def test_a_decorated_placeholder_is_not_solved_yet(capsys):
     @torch.no_grad()
-    def pe_norm(d_model):
-        ...
+    def pe_norm(d_model): ...
 
     assert check("pe_norm", pe_norm) is False
     assert capsys.readouterr().out == "⏳ pe_norm: not solved yet — fill in the body of pe_norm\n"

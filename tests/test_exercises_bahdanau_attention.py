@@ -30,14 +30,14 @@ def additive_correct(s, H, W_q, W_k, v):
 
 
 def _hidden(s, H, W_q, W_k):
-    return np.tanh(W_q @ s + H @ W_k.T)          # (seq_s, d_attention)
+    return np.tanh(W_q @ s + H @ W_k.T)  # (seq_s, d_attention)
 
 
 def additive_without_v(s, H, W_q, W_k, v):
     return _hidden(s, H, W_q, W_k)
 
 
-def additive_seed_000(s, H, W_q, W_k, v):        # h'ᵀ tanh(W_q h' + W_k h): the query in place of v
+def additive_seed_000(s, H, W_q, W_k, v):  # h'ᵀ tanh(W_q h' + W_k h): the query in place of v
     return _hidden(s, H, W_q, W_k) @ s
 
 
@@ -131,34 +131,43 @@ def crossings_twice(weights):
 
 # name -> (correct answer, [(wrong answer, words the ❌ message must contain), ...])
 CASES = {
-    "ba_additive_score": (additive_correct, [
-        (additive_without_v, "not a score. Multiply it by v"),
-        (additive_seed_000, "as seed 000 prints it"),
-        (additive_summed, "v = (1, …, 1)"),
-        (additive_no_tanh, "left out the tanh"),
-        (additive_weights, "you returned the weights softmax(e)"),
-        (additive_column_vector, "1-D array of shape (seq_s,)"),
-        (lambda *args: 2 * additive_correct(*args), "your scores are"),
-    ]),
-    "ba_attend": (attend_correct, [
-        (attend_batch_axis, "softmax over the batch"),
-        (attend_no_mask, "forgot the mask"),
-        (attend_zero_fill, "exp(0) = 1"),
-        (attend_mask_after_softmax, "without renormalising"),
-        (attend_inverted_mask, "inverted the mask"),
-        (attend_swapped, "you returned (weights, context)"),
-        (attend_mean_context, "plain mean of the values"),
-        (lambda s, v, m: attend_correct(s, v, m)[1], "expected a pair (context, weights)"),
-    ]),
-    "ba_crossings": (crossings_correct, [
-        (crossings_columns, "argmax down the columns"),
-        (crossings_adjacent, "only neighbouring rows"),
-        (crossings_ties, "ties as crossings"),
-        (crossings_in_order, "pairs in order"),
-        (crossings_twice, "counted each crossing twice"),
-        (lambda w: 3, "Hint: path = weights.argmax(axis=1)"),
-        (3, "expected a function"),
-    ]),
+    "ba_additive_score": (
+        additive_correct,
+        [
+            (additive_without_v, "not a score. Multiply it by v"),
+            (additive_seed_000, "as seed 000 prints it"),
+            (additive_summed, "v = (1, …, 1)"),
+            (additive_no_tanh, "left out the tanh"),
+            (additive_weights, "you returned the weights softmax(e)"),
+            (additive_column_vector, "1-D array of shape (seq_s,)"),
+            (lambda *args: 2 * additive_correct(*args), "your scores are"),
+        ],
+    ),
+    "ba_attend": (
+        attend_correct,
+        [
+            (attend_batch_axis, "softmax over the batch"),
+            (attend_no_mask, "forgot the mask"),
+            (attend_zero_fill, "exp(0) = 1"),
+            (attend_mask_after_softmax, "without renormalising"),
+            (attend_inverted_mask, "inverted the mask"),
+            (attend_swapped, "you returned (weights, context)"),
+            (attend_mean_context, "plain mean of the values"),
+            (lambda s, v, m: attend_correct(s, v, m)[1], "expected a pair (context, weights)"),
+        ],
+    ),
+    "ba_crossings": (
+        crossings_correct,
+        [
+            (crossings_columns, "argmax down the columns"),
+            (crossings_adjacent, "only neighbouring rows"),
+            (crossings_ties, "ties as crossings"),
+            (crossings_in_order, "pairs in order"),
+            (crossings_twice, "counted each crossing twice"),
+            (lambda w: 3, "Hint: path = weights.argmax(axis=1)"),
+            (3, "expected a function"),
+        ],
+    ),
 }
 
 

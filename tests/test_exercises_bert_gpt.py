@@ -38,30 +38,42 @@ def gpt_params_correct(vocab_size, d_model, num_layers, d_ff, max_len):
 
 
 CASES = {
-    "bert_pair_inputs": (pair_inputs_correct, [
-        (lambda a, b, c, s: ([c, *a, s, *b], [0] * (len(a) + 2) + [1] * len(b)), "final [SEP]"),
-        (lambda a, b, c, s: ([c, *a, s, *b, s], [0] * (len(a) + len(b) + 3)), "belong to segment 1"),
-        (lambda a, b, c, s: ([c, *a, s, *b, s], [0] * (len(a) + 1) + [1] * (len(b) + 2)), "first [SEP] closes"),
-        (lambda a, b, c, s: ([c, *a, *b, s], [0] * (len(a) + len(b) + 2)), "between the two sentences"),
-    ]),
-    "lm_perplexity": (perplexity_correct, [
-        (lambda lp: math.exp(-np.sum(lp)), "summed"),
-        (lambda lp: math.exp(np.mean(lp)), "sign is wrong"),
-        (lambda lp: 2 ** (-np.mean(lp)), "base 2"),
-        (lambda lp: -np.mean(lp), "not its exponential"),
-    ]),
-    "sample_probs": (sample_probs_correct, [
-        (sample_probs_no_renorm, "did not renormalise"),
-        (lambda z, t, k: sample_probs_correct(np.asarray(z) * t * t, t, k), "multiplied the logits by T"),
-        (lambda z, t, k: torch.softmax(torch.as_tensor(z) / t, -1), "ignored k"),
-        (lambda z, t, k: sample_probs_correct(z, 1.0, k) / t, "after the softmax"),
-    ]),
-    "gpt_param_count": (gpt_params_correct, [
-        (lambda v, d, n, f, m: gpt_params_correct(v, d, n, f, m) + v * d, "ties it to the token embedding"),
-        (lambda v, d, n, f, m: gpt_params_correct(v, d, n, f, m) - m * d, "position embeddings"),
-        (lambda v, d, n, f, m: gpt_params_correct(v, d, n, f, m) - n * 4 * d, "LayerNorms"),
-        (lambda v, d, n, f, m: v * d, "lib.gpt.GPT has"),
-    ]),
+    "bert_pair_inputs": (
+        pair_inputs_correct,
+        [
+            (lambda a, b, c, s: ([c, *a, s, *b], [0] * (len(a) + 2) + [1] * len(b)), "final [SEP]"),
+            (lambda a, b, c, s: ([c, *a, s, *b, s], [0] * (len(a) + len(b) + 3)), "belong to segment 1"),
+            (lambda a, b, c, s: ([c, *a, s, *b, s], [0] * (len(a) + 1) + [1] * (len(b) + 2)), "first [SEP] closes"),
+            (lambda a, b, c, s: ([c, *a, *b, s], [0] * (len(a) + len(b) + 2)), "between the two sentences"),
+        ],
+    ),
+    "lm_perplexity": (
+        perplexity_correct,
+        [
+            (lambda lp: math.exp(-np.sum(lp)), "summed"),
+            (lambda lp: math.exp(np.mean(lp)), "sign is wrong"),
+            (lambda lp: 2 ** (-np.mean(lp)), "base 2"),
+            (lambda lp: -np.mean(lp), "not its exponential"),
+        ],
+    ),
+    "sample_probs": (
+        sample_probs_correct,
+        [
+            (sample_probs_no_renorm, "did not renormalise"),
+            (lambda z, t, k: sample_probs_correct(np.asarray(z) * t * t, t, k), "multiplied the logits by T"),
+            (lambda z, t, k: torch.softmax(torch.as_tensor(z) / t, -1), "ignored k"),
+            (lambda z, t, k: sample_probs_correct(z, 1.0, k) / t, "after the softmax"),
+        ],
+    ),
+    "gpt_param_count": (
+        gpt_params_correct,
+        [
+            (lambda v, d, n, f, m: gpt_params_correct(v, d, n, f, m) + v * d, "ties it to the token embedding"),
+            (lambda v, d, n, f, m: gpt_params_correct(v, d, n, f, m) - m * d, "position embeddings"),
+            (lambda v, d, n, f, m: gpt_params_correct(v, d, n, f, m) - n * 4 * d, "LayerNorms"),
+            (lambda v, d, n, f, m: v * d, "lib.gpt.GPT has"),
+        ],
+    ),
 }
 
 

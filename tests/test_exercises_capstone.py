@@ -62,7 +62,7 @@ def smoothed_plain(logits, target, epsilon):
 
 def smoothed_pad_nan(logits, target, epsilon):
     # the mean of each row, weighted by its number of real tokens: right, until a row is all padding (0/0)
-    rows = [_smoothed(logits[i:i + 1], target[i:i + 1], epsilon) for i in range(len(target))]
+    rows = [_smoothed(logits[i : i + 1], target[i : i + 1], epsilon) for i in range(len(target))]
     counts = (target != PAD_ID).sum(-1)
     return (torch.stack(rows) * counts).sum() / counts.sum()
 
@@ -149,7 +149,9 @@ def bp_correct(hypotheses, references):
 def _bp(hypotheses, references, cap=True, swap=False, per_sentence=False, chars=False, guard=True):
     size = len if chars else (lambda s: len(s.split()))
     if per_sentence:
-        return sum(_bp([h], [r], cap, swap, False, chars, guard) for h, r in zip(hypotheses, references)) / len(references)
+        return sum(_bp([h], [r], cap, swap, False, chars, guard) for h, r in zip(hypotheses, references)) / len(
+            references
+        )
     c, r = sum(map(size, hypotheses)), sum(map(size, references))
     if swap:
         c, r = r, c
@@ -161,49 +163,61 @@ def _bp(hypotheses, references, cap=True, swap=False, per_sentence=False, chars=
 
 # name -> (correct answer, [(wrong answer, words the ❌ message must contain), ...])
 CASES = {
-    "cap_label_smoothing": (smoothed_correct, [
-        (smoothed_no_padding_mask, "did not skip the padding"),
-        (smoothed_summed, "you summed over the positions"),
-        (smoothed_v_minus_1, "V − 1 wrong tokens"),
-        (smoothed_sum_over_vocab, "summed −log p_v over the vocabulary"),
-        (smoothed_swapped, "swapped ε and 1 − ε"),
-        (smoothed_plain, "plain cross-entropy"),
-        (smoothed_pad_nan, "your loss is nan"),
-        (lambda lo, t, e: 2 * smoothed_correct(lo, t, e), "Hint: per real position"),
-    ]),
-    "cap_greedy_decode": (greedy_correct, [
-        (greedy_with_bos, "starts with BOS"),
-        (greedy_with_eos, "kept the EOS"),
-        (greedy_no_stop, "went on after"),
-        (greedy_ignores_max_len, "more than max_len = 3"),
-        (greedy_last_token_only, "only the last token"),
-        (greedy_first_row, "logits[0, -1]"),
-        (greedy_train_mode, "training mode"),
-        (lambda m, s, n: "A man", "should be a list of token ids"),
-        (lambda m, s, n: [5, 6, 7], "Hint: BOS first"),
-    ]),
-    "cap_beam_score": (beam_score_correct, [
-        (lambda lp, n, a: lp * ((5 + n) / 6) ** a, "multiplied by the length penalty"),
-        (lambda lp, n, a: lp / n ** a, "divided by |Y|^α"),
-        (lambda lp, n, a: lp / n, "divided by the length |Y|"),
-        (lambda lp, n, a: lp / (a * (5 + n) / 6), "α is the exponent"),
-        (lambda lp, n, a: lp / ((5 + n) ** a / 6), "the whole ratio"),
-        (lambda lp, n, a: lp / ((5 + n) / 6), "left out the exponent α"),
-        (lambda lp, n, a: -lp / ((5 + n) / 6) ** a, "flipped the sign"),
-        (lambda lp, n, a: lp, "Hint: log_prob / ((5 + length) / 6) ** alpha"),
-    ]),
-    "cap_brevity_penalty": (bp_correct, [
-        (lambda h, r: _bp(h, r, cap=False), "did not cap it at 1"),
-        (lambda h, r: _bp(h, r, swap=True, cap=False), "swapped c and r"),
-        (lambda h, r: _bp(h, r, swap=True), "swap c and r"),
-        (lambda h, r: _bp(h, r, per_sentence=True), "averaged a penalty per sentence"),
-        (lambda h, r: _bp(h, r, chars=True), "counted characters"),
-        (lambda h, r: _bp(h, r, guard=False), "divided by c = 0"),
-        (lambda h, r: sum(len(x.split()) for x in h) / sum(len(x.split()) for x in r), "ratio c/r"),
-        (lambda h, r: 1.0, "although the translations are shorter"),
-        (lambda h, r: 0.5, "Hint: BP = 1 if c > r"),
-        (0.78, "expected a function"),
-    ]),
+    "cap_label_smoothing": (
+        smoothed_correct,
+        [
+            (smoothed_no_padding_mask, "did not skip the padding"),
+            (smoothed_summed, "you summed over the positions"),
+            (smoothed_v_minus_1, "V − 1 wrong tokens"),
+            (smoothed_sum_over_vocab, "summed −log p_v over the vocabulary"),
+            (smoothed_swapped, "swapped ε and 1 − ε"),
+            (smoothed_plain, "plain cross-entropy"),
+            (smoothed_pad_nan, "your loss is nan"),
+            (lambda lo, t, e: 2 * smoothed_correct(lo, t, e), "Hint: per real position"),
+        ],
+    ),
+    "cap_greedy_decode": (
+        greedy_correct,
+        [
+            (greedy_with_bos, "starts with BOS"),
+            (greedy_with_eos, "kept the EOS"),
+            (greedy_no_stop, "went on after"),
+            (greedy_ignores_max_len, "more than max_len = 3"),
+            (greedy_last_token_only, "only the last token"),
+            (greedy_first_row, "logits[0, -1]"),
+            (greedy_train_mode, "training mode"),
+            (lambda m, s, n: "A man", "should be a list of token ids"),
+            (lambda m, s, n: [5, 6, 7], "Hint: BOS first"),
+        ],
+    ),
+    "cap_beam_score": (
+        beam_score_correct,
+        [
+            (lambda lp, n, a: lp * ((5 + n) / 6) ** a, "multiplied by the length penalty"),
+            (lambda lp, n, a: lp / n**a, "divided by |Y|^α"),
+            (lambda lp, n, a: lp / n, "divided by the length |Y|"),
+            (lambda lp, n, a: lp / (a * (5 + n) / 6), "α is the exponent"),
+            (lambda lp, n, a: lp / ((5 + n) ** a / 6), "the whole ratio"),
+            (lambda lp, n, a: lp / ((5 + n) / 6), "left out the exponent α"),
+            (lambda lp, n, a: -lp / ((5 + n) / 6) ** a, "flipped the sign"),
+            (lambda lp, n, a: lp, "Hint: log_prob / ((5 + length) / 6) ** alpha"),
+        ],
+    ),
+    "cap_brevity_penalty": (
+        bp_correct,
+        [
+            (lambda h, r: _bp(h, r, cap=False), "did not cap it at 1"),
+            (lambda h, r: _bp(h, r, swap=True, cap=False), "swapped c and r"),
+            (lambda h, r: _bp(h, r, swap=True), "swap c and r"),
+            (lambda h, r: _bp(h, r, per_sentence=True), "averaged a penalty per sentence"),
+            (lambda h, r: _bp(h, r, chars=True), "counted characters"),
+            (lambda h, r: _bp(h, r, guard=False), "divided by c = 0"),
+            (lambda h, r: sum(len(x.split()) for x in h) / sum(len(x.split()) for x in r), "ratio c/r"),
+            (lambda h, r: 1.0, "although the translations are shorter"),
+            (lambda h, r: 0.5, "Hint: BP = 1 if c > r"),
+            (0.78, "expected a function"),
+        ],
+    ),
 }
 
 
@@ -236,8 +250,8 @@ def test_unsolved_is_not_yet(name, answer, capsys):
 
 def test_the_plain_loop_agrees_with_lib_greedy_decode():
     # the reference the checker compares with is lib's batched, cached decoder; a plain loop must match it
-    from lib.exercises.capstone import _GREEDY_SENTENCES, _shipped
     from lib.bpe import encode
+    from lib.exercises.capstone import _GREEDY_SENTENCES, _shipped
 
     run = _shipped()
     for sentence, max_len in _GREEDY_SENTENCES:
@@ -280,8 +294,9 @@ def test_greedy_checker_restores_the_thread_count(capsys):
 
 def test_smoothing_accepts_torch_label_smoothing_and_floats(capsys):
     def torch_version(logits, target, epsilon):
-        return F.cross_entropy(logits.reshape(-1, logits.size(-1)), target.reshape(-1), ignore_index=PAD_ID,
-                               label_smoothing=epsilon)
+        return F.cross_entropy(
+            logits.reshape(-1, logits.size(-1)), target.reshape(-1), ignore_index=PAD_ID, label_smoothing=epsilon
+        )
 
     assert check("cap_label_smoothing", torch_version)
     assert check("cap_label_smoothing", lambda lo, t, e: float(smoothed_correct(lo, t, e)))

@@ -84,37 +84,49 @@ def mha_einsum_softmax_over_queries(x, w_q, w_k, w_v, w_o, num_heads):
 
 # name -> (correct answer, [(wrong answer, words the ❌ message must contain), ...])
 CASES = {
-    "mha_split_heads": (split_heads_correct, [
-        (split_heads_no_transpose, "forgot to transpose"),
-        (split_heads_direct_view, "reshaped straight to (batch, heads, seq, d_k)"),
-        (split_heads_interleaved, "interleaved"),
-        (lambda x, h: split_heads_correct(x, h) * 2, "expected"),
-        (lambda x, h: x, "expected (batch, heads, seq, d_k)"),
-    ]),
-    "mha_d_k": (d_k_correct, [
-        (lambda d, h: d // h**2, "divided by h twice"),
-        (lambda d, h: h, "number of heads"),
-        (lambda d, h: d * h, "multiplied"),
-        (lambda d, h: d // h, "should raise ValueError"),
-        (lambda d, h: d / h if d % h == 0 else [][0], "raised IndexError; expected a ValueError"),
-        (64, "expected a function"),
-    ]),
-    "mha_num_parameters": (num_parameters_correct, [
-        (lambda d, h, b: 4 * d * d, "forgot the biases"),
-        (lambda d, h, b: 4 * d * d + 4 * d, "counted biases even when bias=False"),
-        (lambda d, h, b: 3 * d * d + 3 * d * b, "forgot the output projection W^O"),
-        (lambda d, h, b: h * (4 * d * d + 4 * d * b), "full d_model × d_model matrices"),
-        (lambda d, h, b: 4 * d * (d // h) + 4 * (d // h) * b, "one head only"),
-        (lambda d, h, b: 12345, "Hint: four projections"),
-    ]),
-    "mha_einsum": (mha_einsum_correct, [
-        (mha_einsum_unscaled, "forgot to divide the scores by √d_k"),
-        (mha_einsum_sqrt_d_model, "divided by √d_model"),
-        (mha_einsum_softmax_over_queries, "softmax over the queries"),
-        (mha_einsum_no_output_projection, "forgot the output projection W^O"),
-        (mha_einsum_one_head, "one head over all d_model features"),
-        (lambda x, *rest: x[:, :-1], "expected (seq, d_model)"),
-    ]),
+    "mha_split_heads": (
+        split_heads_correct,
+        [
+            (split_heads_no_transpose, "forgot to transpose"),
+            (split_heads_direct_view, "reshaped straight to (batch, heads, seq, d_k)"),
+            (split_heads_interleaved, "interleaved"),
+            (lambda x, h: split_heads_correct(x, h) * 2, "expected"),
+            (lambda x, h: x, "expected (batch, heads, seq, d_k)"),
+        ],
+    ),
+    "mha_d_k": (
+        d_k_correct,
+        [
+            (lambda d, h: d // h**2, "divided by h twice"),
+            (lambda d, h: h, "number of heads"),
+            (lambda d, h: d * h, "multiplied"),
+            (lambda d, h: d // h, "should raise ValueError"),
+            (lambda d, h: d / h if d % h == 0 else [][0], "raised IndexError; expected a ValueError"),
+            (64, "expected a function"),
+        ],
+    ),
+    "mha_num_parameters": (
+        num_parameters_correct,
+        [
+            (lambda d, h, b: 4 * d * d, "forgot the biases"),
+            (lambda d, h, b: 4 * d * d + 4 * d, "counted biases even when bias=False"),
+            (lambda d, h, b: 3 * d * d + 3 * d * b, "forgot the output projection W^O"),
+            (lambda d, h, b: h * (4 * d * d + 4 * d * b), "full d_model × d_model matrices"),
+            (lambda d, h, b: 4 * d * (d // h) + 4 * (d // h) * b, "one head only"),
+            (lambda d, h, b: 12345, "Hint: four projections"),
+        ],
+    ),
+    "mha_einsum": (
+        mha_einsum_correct,
+        [
+            (mha_einsum_unscaled, "forgot to divide the scores by √d_k"),
+            (mha_einsum_sqrt_d_model, "divided by √d_model"),
+            (mha_einsum_softmax_over_queries, "softmax over the queries"),
+            (mha_einsum_no_output_projection, "forgot the output projection W^O"),
+            (mha_einsum_one_head, "one head over all d_model features"),
+            (lambda x, *rest: x[:, :-1], "expected (seq, d_model)"),
+        ],
+    ),
 }
 
 

@@ -80,34 +80,46 @@ def one_hot_from_one(ids, vocab_size):
 
 # name -> (correct answer, [(wrong answer, words the ❌ message must contain), ...])
 CASES = {
-    "matvec": (matvec_correct, [
-        (matvec_loops_zip, "zip() stops silently"),
-        (matvec_columns, "raised IndexError"),  # Wᵀ·x cannot even run on the seed's (2, 4) matrix
-        (matvec_no_sum, "did not add up each row"),
-        (matvec_index_error, "raised IndexError; expected a ValueError"),
-        (lambda w, x: [0.82, 1.07], "expected [-1.00000, -1.00000]. Entry i is the dot product"),
-        ([0.82, 1.07], "expected a function"),
-    ]),
-    "softmax_stable": (softmax_correct, [
-        (softmax_naive, "exp(1002) overflows to inf"),
-        (lambda z: softmax_naive(z) if z.max() < 1000 else softmax_correct(z), "underflows to 0"),
-        (softmax_minus_min, "you subtracted the minimum"),
-        (softmax_unnormalised, "forgot to divide by the sum"),
-        (lambda z: z / z.sum(), "forgot the exponential"),
-        (lambda z: softmax_correct(z)[:-1], "expected (3,)"),
-    ]),
-    "softmax_temperature": (softmax_t_correct, [
-        (lambda z, t: softmax_correct(z * t), "multiplied the scores by T"),
-        (lambda z, t: softmax_correct(z), "does not depend on T"),
-        (lambda z, t: softmax_correct(z) / t, "after the softmax"),
-        (lambda z, t: softmax_naive(z / t), "exp(800) overflows to inf"),
-    ]),
-    "one_hot": (one_hot_correct, [
-        (one_hot_transposed, "That is the transpose"),
-        (one_hot_from_one, "start at 1"),
-        (lambda ids, v: one_hot_correct(ids, v) * 2, "only 0s and one 1 per row"),
-        (lambda ids, v: torch.eye(v)[: len(ids)], "for ids = [2, 0, 2] and vocab_size = 5"),
-    ]),
+    "matvec": (
+        matvec_correct,
+        [
+            (matvec_loops_zip, "zip() stops silently"),
+            (matvec_columns, "raised IndexError"),  # Wᵀ·x cannot even run on the seed's (2, 4) matrix
+            (matvec_no_sum, "did not add up each row"),
+            (matvec_index_error, "raised IndexError; expected a ValueError"),
+            (lambda w, x: [0.82, 1.07], "expected [-1.00000, -1.00000]. Entry i is the dot product"),
+            ([0.82, 1.07], "expected a function"),
+        ],
+    ),
+    "softmax_stable": (
+        softmax_correct,
+        [
+            (softmax_naive, "exp(1002) overflows to inf"),
+            (lambda z: softmax_naive(z) if z.max() < 1000 else softmax_correct(z), "underflows to 0"),
+            (softmax_minus_min, "you subtracted the minimum"),
+            (softmax_unnormalised, "forgot to divide by the sum"),
+            (lambda z: z / z.sum(), "forgot the exponential"),
+            (lambda z: softmax_correct(z)[:-1], "expected (3,)"),
+        ],
+    ),
+    "softmax_temperature": (
+        softmax_t_correct,
+        [
+            (lambda z, t: softmax_correct(z * t), "multiplied the scores by T"),
+            (lambda z, t: softmax_correct(z), "does not depend on T"),
+            (lambda z, t: softmax_correct(z) / t, "after the softmax"),
+            (lambda z, t: softmax_naive(z / t), "exp(800) overflows to inf"),
+        ],
+    ),
+    "one_hot": (
+        one_hot_correct,
+        [
+            (one_hot_transposed, "That is the transpose"),
+            (one_hot_from_one, "start at 1"),
+            (lambda ids, v: one_hot_correct(ids, v) * 2, "only 0s and one 1 per row"),
+            (lambda ids, v: torch.eye(v)[: len(ids)], "for ids = [2, 0, 2] and vocab_size = 5"),
+        ],
+    ),
 }
 
 
@@ -140,14 +152,17 @@ def test_the_seed_numbers_are_in_the_remarks(capsys):
     assert "[0.28943, 0.39069, 0.31987]" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("name, answer", [
-    ("matvec", lambda w, x: matvec_correct(w, x).tolist()),
-    ("matvec", lambda w, x: torch.tensor(matvec_correct(w, x))[:, None]),   # a column (m, 1) is fine
-    ("softmax_stable", lambda z: softmax_correct(z).numpy()),
-    ("softmax_stable", lambda z: softmax_correct(z).tolist()),
-    ("softmax_temperature", lambda z, t: softmax_t_correct(z, t).float()),
-    ("one_hot", lambda ids, v: one_hot_correct(ids, v).bool()),
-    ("one_hot", lambda ids, v: one_hot_correct(ids, v).tolist()),
-])
+@pytest.mark.parametrize(
+    "name, answer",
+    [
+        ("matvec", lambda w, x: matvec_correct(w, x).tolist()),
+        ("matvec", lambda w, x: torch.tensor(matvec_correct(w, x))[:, None]),  # a column (m, 1) is fine
+        ("softmax_stable", lambda z: softmax_correct(z).numpy()),
+        ("softmax_stable", lambda z: softmax_correct(z).tolist()),
+        ("softmax_temperature", lambda z, t: softmax_t_correct(z, t).float()),
+        ("one_hot", lambda ids, v: one_hot_correct(ids, v).bool()),
+        ("one_hot", lambda ids, v: one_hot_correct(ids, v).tolist()),
+    ],
+)
 def test_answers_may_be_lists_numpy_or_tensors(name, answer, capsys):
     assert check(name, answer)

@@ -100,7 +100,7 @@ def causal_naive_exp(scores):  # no maximum subtracted: exp(100) overflows to in
 def score_std_correct(d_k, sigma_q, sigma_k, scaled):
     q = torch.full((d_k,), sigma_q)
     k = torch.full((d_k,), sigma_k)
-    var = float((q**2 * k**2).sum())                 # Var(q·k) = Σ Var(q_i k_i) = d_k σ_q² σ_k²
+    var = float((q**2 * k**2).sum())  # Var(q·k) = Σ Var(q_i k_i) = d_k σ_q² σ_k²
     return math.sqrt(var / d_k) if scaled else math.sqrt(var)
 
 
@@ -114,7 +114,7 @@ def max_seq_len_correct(memory_bytes, batch, heads, bytes_per_element):
 
 def lookup_scale_correct(n, p):
     # solve weight(β) = p by bisection on lib's own attention: one-hot query β·e_0 over n one-hot keys
-    keys = torch.eye(n, dtype=torch.float64) * math.sqrt(n)    # × √n undoes lib's division by √d_k = √n
+    keys = torch.eye(n, dtype=torch.float64) * math.sqrt(n)  # × √n undoes lib's division by √d_k = √n
     lo, hi = 0.0, 50.0
     for _ in range(200):
         beta = (lo + hi) / 2
@@ -127,52 +127,67 @@ def lookup_scale_correct(n, p):
 
 # name -> (correct answer, [(wrong answer, words the ❌ message must contain), ...])
 CASES = {
-    "sa_cross_attention": (attention_correct, [
-        (attention_unscaled, "forgot to divide the scores by √d_k"),
-        (attention_by_d_k, "divided the scores by d_k"),
-        (attention_by_sqrt_d_model, "divided by √d_model"),
-        (attention_softmax_over_queries, "softmax over the queries"),
-        (attention_kv_from_queries, "keys and values from x_q"),
-        (attention_transposed_scores, "transposed score matrix"),
-        (attention_values_are_x, "instead of the values"),
-        (attention_queries_from_kv, "queries from x_kv"),
-        (lambda *args: attention_correct(*args)[:, :-1], "expected (seq_q, d_v)"),
-        (lambda *args: 2 * attention_correct(*args), "your row 0 is"),
-    ]),
-    "sa_causal_weights": (causal_correct, [
-        (causal_mask_after_softmax, "without renormalising"),
-        (causal_future, "masked the past"),
-        (causal_zero_fill, "exp(0) = 1"),
-        (causal_strict, "attend to itself"),
-        (causal_naive_exp, "subtract each row's maximum"),
-        (_softmax, "forgot the mask"),
-        (lambda s: causal_correct(s)[:-1], "expected"),
-    ]),
-    "sa_score_std": (score_std_correct, [
-        (lambda d, sq, sk, scaled: (sq * sk) ** 2 * (1 if scaled else d), "that is the variance"),
-        (lambda d, sq, sk, scaled: sq * sk / (math.sqrt(d) if scaled else 1 / math.sqrt(d)), "divided by d_k"),
-        (lambda d, sq, sk, scaled: sq * sk * math.sqrt(d), "ignored the scaling"),
-        (lambda d, sq, sk, scaled: 1.0 if scaled else math.sqrt(d), "left out σ_q and σ_k"),
-        (lambda d, sq, sk, scaled: (sq + sk) * (1 if scaled else math.sqrt(d)), "variances multiply"),
-        (lambda d, sq, sk, scaled: 3.0, "Hint"),
-        (8, "expected a function"),
-    ]),
-    "sa_max_seq_len": (max_seq_len_correct, [
-        (lambda m, b, h, e: math.isqrt(m // (b * e)), "forgot the heads"),
-        (lambda m, b, h, e: math.isqrt(m // (b * h)), "bytes per element"),
-        (lambda m, b, h, e: math.isqrt(m // (h * e)), "forgot the batch"),
-        (lambda m, b, h, e: m // (b * h * e), "not the sequence length"),
-        (lambda m, b, h, e: math.ceil(math.sqrt(m / (b * h * e))), "rounded down"),
-        (lambda m, b, h, e: math.sqrt(m / (b * h * e)), "fraction"),
-        (lambda m, b, h, e: 12345, "Hint"),
-    ]),
-    "sa_lookup_scale": (lookup_scale_correct, [
-        (lambda n, p: math.log(p * n / (1 - p)), "counted the matching key"),
-        (lambda n, p: math.log(p / (1 - p)), "forgot the n − 1 other keys"),
-        (lambda n, p: math.sqrt(n) * math.log(p * (n - 1) / (1 - p)), "divided the scores by √d_k"),
-        (lambda n, p: math.log((n - 1) / (1 - p)), "forgot the factor p"),
-        (lambda n, p: 1.0, "Hint: solve"),
-    ]),
+    "sa_cross_attention": (
+        attention_correct,
+        [
+            (attention_unscaled, "forgot to divide the scores by √d_k"),
+            (attention_by_d_k, "divided the scores by d_k"),
+            (attention_by_sqrt_d_model, "divided by √d_model"),
+            (attention_softmax_over_queries, "softmax over the queries"),
+            (attention_kv_from_queries, "keys and values from x_q"),
+            (attention_transposed_scores, "transposed score matrix"),
+            (attention_values_are_x, "instead of the values"),
+            (attention_queries_from_kv, "queries from x_kv"),
+            (lambda *args: attention_correct(*args)[:, :-1], "expected (seq_q, d_v)"),
+            (lambda *args: 2 * attention_correct(*args), "your row 0 is"),
+        ],
+    ),
+    "sa_causal_weights": (
+        causal_correct,
+        [
+            (causal_mask_after_softmax, "without renormalising"),
+            (causal_future, "masked the past"),
+            (causal_zero_fill, "exp(0) = 1"),
+            (causal_strict, "attend to itself"),
+            (causal_naive_exp, "subtract each row's maximum"),
+            (_softmax, "forgot the mask"),
+            (lambda s: causal_correct(s)[:-1], "expected"),
+        ],
+    ),
+    "sa_score_std": (
+        score_std_correct,
+        [
+            (lambda d, sq, sk, scaled: (sq * sk) ** 2 * (1 if scaled else d), "that is the variance"),
+            (lambda d, sq, sk, scaled: sq * sk / (math.sqrt(d) if scaled else 1 / math.sqrt(d)), "divided by d_k"),
+            (lambda d, sq, sk, scaled: sq * sk * math.sqrt(d), "ignored the scaling"),
+            (lambda d, sq, sk, scaled: 1.0 if scaled else math.sqrt(d), "left out σ_q and σ_k"),
+            (lambda d, sq, sk, scaled: (sq + sk) * (1 if scaled else math.sqrt(d)), "variances multiply"),
+            (lambda d, sq, sk, scaled: 3.0, "Hint"),
+            (8, "expected a function"),
+        ],
+    ),
+    "sa_max_seq_len": (
+        max_seq_len_correct,
+        [
+            (lambda m, b, h, e: math.isqrt(m // (b * e)), "forgot the heads"),
+            (lambda m, b, h, e: math.isqrt(m // (b * h)), "bytes per element"),
+            (lambda m, b, h, e: math.isqrt(m // (h * e)), "forgot the batch"),
+            (lambda m, b, h, e: m // (b * h * e), "not the sequence length"),
+            (lambda m, b, h, e: math.ceil(math.sqrt(m / (b * h * e))), "rounded down"),
+            (lambda m, b, h, e: math.sqrt(m / (b * h * e)), "fraction"),
+            (lambda m, b, h, e: 12345, "Hint"),
+        ],
+    ),
+    "sa_lookup_scale": (
+        lookup_scale_correct,
+        [
+            (lambda n, p: math.log(p * n / (1 - p)), "counted the matching key"),
+            (lambda n, p: math.log(p / (1 - p)), "forgot the n − 1 other keys"),
+            (lambda n, p: math.sqrt(n) * math.log(p * (n - 1) / (1 - p)), "divided the scores by √d_k"),
+            (lambda n, p: math.log((n - 1) / (1 - p)), "forgot the factor p"),
+            (lambda n, p: 1.0, "Hint: solve"),
+        ],
+    ),
 }
 
 

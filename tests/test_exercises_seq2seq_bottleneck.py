@@ -24,21 +24,21 @@ def _read(memory, mask, forward_at, backward_at):
     return torch.cat([memory[rows, forward_at, :half], memory[rows, backward_at, half:]], dim=-1)
 
 
-def summary_last_column(memory, mask):           # ignores the padding: the last column of a short sentence is zeros
+def summary_last_column(memory, mask):  # ignores the padding: the last column of a short sentence is zeros
     n = memory.size(0)
     return _read(memory, mask, torch.full((n,), memory.size(1) - 1), torch.zeros(n, dtype=torch.long))
 
 
-def summary_off_by_one(memory, mask):            # index L instead of L - 1
+def summary_off_by_one(memory, mask):  # index L instead of L - 1
     return _read(memory, mask, mask.sum(-1), torch.zeros(memory.size(0), dtype=torch.long))
 
 
-def summary_backward_at_end(memory, mask):       # the whole state at the last real token
+def summary_backward_at_end(memory, mask):  # the whole state at the last real token
     last = mask.sum(-1) - 1
     return memory[torch.arange(memory.size(0)), last]
 
 
-def summary_forward_first(memory, mask):         # →h_1 instead of →h_last
+def summary_forward_first(memory, mask):  # →h_1 instead of →h_last
     return memory[:, 0]
 
 
@@ -62,33 +62,42 @@ def capacity_correct(bits, num_symbols):
 
 # name -> (correct answer, [(wrong answer, words the ❌ message must contain), ...])
 CASES = {
-    "bottleneck_summary": (summary_correct, [
-        (summary_last_column, "you read a padding position"),
-        (summary_off_by_one, "index L instead of L - 1"),
-        (summary_backward_at_end, "its final state ←h_1 sits at position 0"),
-        (summary_forward_first, "Your forward half is →h_1"),
-        (summary_swapped, "You swapped the halves"),
-        (summary_mean, "That is the mean over positions"),
-        (lambda memory, mask: memory, "expected (batch, d_hidden) = (3, 8)"),
-        (summary_correct(*[torch.zeros(1, 1, 2), torch.ones(1, 1, dtype=torch.bool)]), "expected a function"),
-    ]),
-    "bottleneck_path_length": (path_length_correct, [
-        (lambda m, j, i, every_step: (m - j) + (1 if every_step else i), "One step short"),
-        (lambda m, j, i, every_step: m - j + 1 + i, "one application of D, whatever i is"),
-        (lambda m, j, i, every_step: m - j + 2, "i applications of D"),
-        (lambda m, j, i, every_step: m - j + 1, "counted the encoder's steps only"),
-        (lambda m, j, i, every_step: j + (1 if every_step else i), "read backwards"),
-        (lambda m, j, i, every_step: 2, "path_length(m=5, j=1, i=1, every_step=False) returned 2; expected 6"),
-    ]),
-    "bottleneck_capacity": (capacity_correct, [
-        (lambda bits, v: bits / math.log2(v), "not a whole number"),
-        (lambda bits, v: round(bits / math.log2(v)), "round down"),
-        (lambda bits, v: math.ceil(bits / math.log2(v)), "round down"),
-        (lambda bits, v: math.floor(bits / math.log(v)), "natural logarithm"),
-        (lambda bits, v: math.floor(bits / math.log10(v)), "log10"),
-        (lambda bits, v: bits // v, "carries log2(20) = 4.322 bits"),
-        (lambda bits, v: math.floor(bits * math.log2(v)), "You multiplied"),
-    ]),
+    "bottleneck_summary": (
+        summary_correct,
+        [
+            (summary_last_column, "you read a padding position"),
+            (summary_off_by_one, "index L instead of L - 1"),
+            (summary_backward_at_end, "its final state ←h_1 sits at position 0"),
+            (summary_forward_first, "Your forward half is →h_1"),
+            (summary_swapped, "You swapped the halves"),
+            (summary_mean, "That is the mean over positions"),
+            (lambda memory, mask: memory, "expected (batch, d_hidden) = (3, 8)"),
+            (summary_correct(*[torch.zeros(1, 1, 2), torch.ones(1, 1, dtype=torch.bool)]), "expected a function"),
+        ],
+    ),
+    "bottleneck_path_length": (
+        path_length_correct,
+        [
+            (lambda m, j, i, every_step: (m - j) + (1 if every_step else i), "One step short"),
+            (lambda m, j, i, every_step: m - j + 1 + i, "one application of D, whatever i is"),
+            (lambda m, j, i, every_step: m - j + 2, "i applications of D"),
+            (lambda m, j, i, every_step: m - j + 1, "counted the encoder's steps only"),
+            (lambda m, j, i, every_step: j + (1 if every_step else i), "read backwards"),
+            (lambda m, j, i, every_step: 2, "path_length(m=5, j=1, i=1, every_step=False) returned 2; expected 6"),
+        ],
+    ),
+    "bottleneck_capacity": (
+        capacity_correct,
+        [
+            (lambda bits, v: bits / math.log2(v), "not a whole number"),
+            (lambda bits, v: round(bits / math.log2(v)), "round down"),
+            (lambda bits, v: math.ceil(bits / math.log2(v)), "round down"),
+            (lambda bits, v: math.floor(bits / math.log(v)), "natural logarithm"),
+            (lambda bits, v: math.floor(bits / math.log10(v)), "log10"),
+            (lambda bits, v: bits // v, "carries log2(20) = 4.322 bits"),
+            (lambda bits, v: math.floor(bits * math.log2(v)), "You multiplied"),
+        ],
+    ),
 }
 
 

@@ -16,8 +16,8 @@ from lib.exercises import check, list_exercises
 from lib.training import TrainConfig, noam_lr
 from lib.transformer import Transformer, TransformerConfig
 
-
 # --- answers, correct and wrong -------------------------------------------------------------------
+
 
 def layer_norm_correct(x):
     return F.layer_norm(x, x.shape[-1:])
@@ -40,8 +40,16 @@ def layer_norm_no_mean(x):
 
 
 def embedding_params_correct(vocab_size, d_model, shared):
-    config = TransformerConfig(vocab_size, vocab_size, d_model=d_model, num_heads=1, num_encoder_layers=0,
-                               num_decoder_layers=1, d_ff=1, share_embeddings=shared)
+    config = TransformerConfig(
+        vocab_size,
+        vocab_size,
+        d_model=d_model,
+        num_heads=1,
+        num_encoder_layers=0,
+        num_decoder_layers=1,
+        d_ff=1,
+        share_embeddings=shared,
+    )
     model = Transformer(config)
     embed_and_output = {id(p): p for m in (model.src_embed, model.tgt_embed, model.output) for p in m.parameters()}
     return sum(p.numel() for p in embed_and_output.values())
@@ -53,37 +61,49 @@ def noam_peak_correct(d_model, warmup):
 
 # name -> (correct answer, [(wrong answer, words the ❌ message must contain), ...])
 CASES = {
-    "layer_norm_last_axis": (layer_norm_correct, [
-        (layer_norm_unbiased, "unbiased variance"),
-        (layer_norm_no_eps, "forgot ε"),
-        (layer_norm_batch_axis, "as BatchNorm does"),
-        (layer_norm_no_mean, "forgot to subtract the mean"),
-        (lambda x: F.layer_norm(x, x.shape[-1:])[..., :-1], "LayerNorm keeps the shape"),
-        (lambda x: F.layer_norm(x, x.shape[-1:]) * 2, "expected [-1.41421"),   # no known mistake
-        (3.0, "expected a function"),
-    ]),
-    "tied_embedding_params": (embedding_params_correct, [
-        (lambda v, d, shared: 3 * v * d, "count once"),
-        (lambda v, d, shared: v * d if shared else 2 * v * d, "there are three"),
-        (lambda v, d, shared: v * d + v if shared else 3 * v * d, "no bias"),
-        (lambda v, d, shared: 2 * v * d if shared else 3 * v * d, "shared matrix twice"),
-        (lambda v, d, shared: v * d, "three separate"),
-        (lambda v, d, shared: 42, "Hint"),
-    ]),
-    "noam_peak": (noam_peak_correct, [
-        (lambda d, w: w**-0.5, "forgot the factor d_model^-0.5"),
-        (lambda d, w: d**-0.5 * w**-1.5, "at step 1"),
-        (lambda d, w: (d * w) ** 0.5, "inverse of the peak"),
-        (lambda d, w: 0.001, "Hint"),
-    ]),
-    "decoder_causal_mask": (causal_mask, [
-        (lambda n: ~causal_mask(n), "inverted the meaning"),
-        (lambda n: causal_mask(n).T, "transpose"),
-        (lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1), "attend to itself"),
-        (lambda n: torch.zeros(n, n).masked_fill(~causal_mask(n), float("-inf")), "additive mask"),
-        (lambda n: causal_mask(n + 1), "expected (4, 4)"),
-        (lambda n: causal_mask(n).int() * 2, "values other than True/False"),
-    ]),
+    "layer_norm_last_axis": (
+        layer_norm_correct,
+        [
+            (layer_norm_unbiased, "unbiased variance"),
+            (layer_norm_no_eps, "forgot ε"),
+            (layer_norm_batch_axis, "as BatchNorm does"),
+            (layer_norm_no_mean, "forgot to subtract the mean"),
+            (lambda x: F.layer_norm(x, x.shape[-1:])[..., :-1], "LayerNorm keeps the shape"),
+            (lambda x: F.layer_norm(x, x.shape[-1:]) * 2, "expected [-1.41421"),  # no known mistake
+            (3.0, "expected a function"),
+        ],
+    ),
+    "tied_embedding_params": (
+        embedding_params_correct,
+        [
+            (lambda v, d, shared: 3 * v * d, "count once"),
+            (lambda v, d, shared: v * d if shared else 2 * v * d, "there are three"),
+            (lambda v, d, shared: v * d + v if shared else 3 * v * d, "no bias"),
+            (lambda v, d, shared: 2 * v * d if shared else 3 * v * d, "shared matrix twice"),
+            (lambda v, d, shared: v * d, "three separate"),
+            (lambda v, d, shared: 42, "Hint"),
+        ],
+    ),
+    "noam_peak": (
+        noam_peak_correct,
+        [
+            (lambda d, w: w**-0.5, "forgot the factor d_model^-0.5"),
+            (lambda d, w: d**-0.5 * w**-1.5, "at step 1"),
+            (lambda d, w: (d * w) ** 0.5, "inverse of the peak"),
+            (lambda d, w: 0.001, "Hint"),
+        ],
+    ),
+    "decoder_causal_mask": (
+        causal_mask,
+        [
+            (lambda n: ~causal_mask(n), "inverted the meaning"),
+            (lambda n: causal_mask(n).T, "transpose"),
+            (lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1), "attend to itself"),
+            (lambda n: torch.zeros(n, n).masked_fill(~causal_mask(n), float("-inf")), "additive mask"),
+            (lambda n: causal_mask(n + 1), "expected (4, 4)"),
+            (lambda n: causal_mask(n).int() * 2, "values other than True/False"),
+        ],
+    ),
 }
 
 
@@ -109,5 +129,6 @@ def test_seed_numbers_behind_the_checkers():
     assert embedding_params_correct(10000, 512, False) == 15_360_000
     recipe = TrainConfig(max_steps=1)
     assert math.isclose(noam_lr(recipe.warmup, 128, recipe.warmup, recipe.lr_factor(128)), recipe.peak_lr)
-    assert torch.allclose(layer_norm_correct(torch.tensor([1.0, 3.0, 3.0, 5.0])),
-                          torch.tensor([-1.41421, 0.0, 0.0, 1.41421]), atol=1e-4)
+    assert torch.allclose(
+        layer_norm_correct(torch.tensor([1.0, 3.0, 3.0, 5.0])), torch.tensor([-1.41421, 0.0, 0.0, 1.41421]), atol=1e-4
+    )

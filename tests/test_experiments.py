@@ -24,8 +24,12 @@ def test_sequence_task():
     assert all(t == s[::-1] and 3 <= len(s) <= 7 and all(4 <= i < 9 for i in s) for s, t in pairs)
     assert {len(s) for s, _ in pairs} == set(range(3, 8))
     assert all(t == s for s, t in sequence_task(20, 2, 4, kind="copy"))
-    for kw, match in [({"min_len": 0}, "min_len"), ({"max_len": 1}, "max_len"), ({"num_symbols": 1}, "num_symbols"),
-                      ({"kind": "sort"}, "kind")]:
+    for kw, match in [
+        ({"min_len": 0}, "min_len"),
+        ({"max_len": 1}, "max_len"),
+        ({"num_symbols": 1}, "num_symbols"),
+        ({"kind": "sort"}, "kind"),
+    ]:
         args = {"n": 5, "min_len": 2, "max_len": 4, **kw}
         with pytest.raises(ValueError, match=match):
             sequence_task(**args)
@@ -37,10 +41,17 @@ def test_attention_learns_to_reverse_short_sequences():
     model = Seq2Seq(Seq2SeqConfig(16, d_embed=32, d_hidden=64, attention="additive", dropout=0.0, max_len=20))
     pairs = sequence_task(3000, 3, 6, num_symbols=8, seed=0)
     val = make_batches(sequence_task(50, 3, 6, num_symbols=8, seed=1), 2000, PAD_ID, BOS_ID, EOS_ID)
-    config = TrainConfig(max_tokens=600, peak_lr=3e-3, warmup=50, label_smoothing=0.0, max_steps=150,
-                         eval_every_minutes=10)
-    train(model, translation_batches(pairs, config.max_tokens), config, evaluate=lambda m: evaluate_loss(m, val),
-          progress=False, log=lambda *_: None)
+    config = TrainConfig(
+        max_tokens=600, peak_lr=3e-3, warmup=50, label_smoothing=0.0, max_steps=150, eval_every_minutes=10
+    )
+    train(
+        model,
+        translation_batches(pairs, config.max_tokens),
+        config,
+        evaluate=lambda m: evaluate_loss(m, val),
+        progress=False,
+        log=lambda *_: None,
+    )
     acc = accuracy_by_length(model, sequence_task(300, 3, 6, num_symbols=8, seed=2))
     assert acc.lengths == list(range(3, 7)) and sum(acc.count) == 300
     assert min(acc.token) > 0.9, acc

@@ -9,14 +9,14 @@ import matplotlib
 
 matplotlib.use("Agg")  # before pyplot is imported; pyplot is used only to check it stays empty
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+from matplotlib.figure import Figure
 
-from lib import plots  # noqa: E402
-from lib.plots import (  # noqa: E402
+from lib import plots
+from lib.plots import (
     plot_attention,
     plot_attention_grid,
     plot_curves,
@@ -118,8 +118,7 @@ def test_attention_squeezes_leading_size_one_axes():
 def test_attention_accepts_torch_tensors():
     w = torch.softmax(torch.randn(1, 1, 3, 4, requires_grad=True), dim=-1)  # needs detach
     fig = plot_attention(w, ["a", "b", "c", "d"], ["x", "y", "z"])
-    np.testing.assert_allclose(fig.axes[0].images[0].get_array(), w.detach()[0, 0].numpy(),
-                               rtol=1e-6)
+    np.testing.assert_allclose(fig.axes[0].images[0].get_array(), w.detach()[0, 0].numpy(), rtol=1e-6)
 
 
 def test_attention_annotates_small_matrices_only_by_default():
@@ -212,12 +211,10 @@ def test_grid_accepts_3d_as_one_row_and_a_list_of_layers():
     fig = plot_attention_grid(heads)
     assert len([ax for ax in fig.axes if ax.images]) == 4
     layers = [torch.tensor(_weights(1, 2, 3, 3, seed=i)) for i in range(3)]  # (1, heads, q, k)
-    fig = plot_attention_grid(layers, row_titles=["enc 1", "enc 2", "enc 3"],
-                              col_titles=["h1", "h2"], title="encoder")
+    fig = plot_attention_grid(layers, row_titles=["enc 1", "enc 2", "enc 3"], col_titles=["h1", "h2"], title="encoder")
     heatmaps = [ax for ax in fig.axes if ax.images]
     assert len(heatmaps) == 6
-    np.testing.assert_allclose(heatmaps[5].images[0].get_array(), layers[2][0, 1].numpy(),
-                               rtol=1e-6)
+    np.testing.assert_allclose(heatmaps[5].images[0].get_array(), layers[2][0, 1].numpy(), rtol=1e-6)
     assert heatmaps[3].get_ylabel() == "enc 2"  # right column of row 1
     assert heatmaps[1].get_title() == "h2"
 

@@ -9,13 +9,13 @@ import matplotlib
 
 matplotlib.use("Agg")  # before pyplot is imported; pyplot is used only to check it stays empty
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+from matplotlib.figure import Figure
 
-from lib.plots import plot_distributions  # noqa: E402
+from lib.plots import plot_distributions
 
 Z = np.array([0.5, 0.8, 0.6])  # seed 001's scores
 
@@ -83,16 +83,19 @@ def test_png_with_cjk_labels_saves_without_warnings():
     assert buf.getvalue().startswith(b"\x89PNG")
 
 
-@pytest.mark.parametrize("dists, words", [
-    ({}, "non-empty dict"),
-    ([0.5, 0.5], "non-empty dict"),
-    ({"2-D": np.full((2, 2), 0.25)}, "1-D"),
-    ({"empty": []}, "1-D"),
-    ({"a": [0.5, 0.5], "b": [0.2, 0.3, 0.5]}, "same outcomes"),
-    ({"nan": [np.nan, np.nan, np.nan]}, "non-negative finite"),
-    ({"negative": [-0.1, 1.1]}, "non-negative finite"),
-    ({"text": "abc"}, "numeric"),
-])
+@pytest.mark.parametrize(
+    "dists, words",
+    [
+        ({}, "non-empty dict"),
+        ([0.5, 0.5], "non-empty dict"),
+        ({"2-D": np.full((2, 2), 0.25)}, "1-D"),
+        ({"empty": []}, "1-D"),
+        ({"a": [0.5, 0.5], "b": [0.2, 0.3, 0.5]}, "same outcomes"),
+        ({"nan": [np.nan, np.nan, np.nan]}, "non-negative finite"),
+        ({"negative": [-0.1, 1.1]}, "non-negative finite"),
+        ({"text": "abc"}, "numeric"),
+    ],
+)
 def test_bad_distributions_raise(dists, words):
     with pytest.raises(ValueError, match=words):
         plot_distributions(dists)

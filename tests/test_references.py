@@ -26,9 +26,7 @@ MARKDOWN_PAGES = sorted(CHAPTERS.glob("*.md"))
 # {cite}`key`, {cite:t}`key1,key2`, {cite:p}`{pre}key{post}` (sphinxcontrib-bibtex's roles in MyST syntax)
 CITE_ROLE = re.compile(r"\{cite(?::[a-z]+)*\}`([^`]+)`")
 # plain-text citations: "Vaswani et al. (2017", "Vaswani et al. 2017", "Jain and Wallace 2019", "Cho et al. (2014b)"
-PLAIN_CITATION = re.compile(
-    r"\b[A-Z][\w'’-]+(?: et al\.,?| and [A-Z][\w'’-]+,?)\s+\(?(?:19|20)\d\d[a-z]?\b"
-)
+PLAIN_CITATION = re.compile(r"\b[A-Z][\w'’-]+(?: et al\.,?| and [A-Z][\w'’-]+,?)\s+\(?(?:19|20)\d\d[a-z]?\b")
 CJK = re.compile(r"[\u3400-\u9fff]")
 
 
@@ -37,8 +35,11 @@ def _markdown_texts(path):
     if path.suffix == ".md":
         return [(path.name, path.read_text(encoding="utf-8"))]
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    return [(f"{path.name} cell {cell.get('id', i)}", "".join(cell["source"]))
-            for i, cell in enumerate(cells) if cell["cell_type"] == "markdown"]
+    return [
+        (f"{path.name} cell {cell.get('id', i)}", "".join(cell["source"]))
+        for i, cell in enumerate(cells)
+        if cell["cell_type"] == "markdown"
+    ]
 
 
 def _all_markdown():

@@ -5,14 +5,21 @@ import math
 import numpy as np
 import pytest
 import torch
-from torch import nn
 
 from lib.checkpoint import load_run, save_run
 from lib.decode import beam_search, greedy_decode
 from lib.interfaces import AttentionMaps, EncoderDecoder
 from lib.metrics import bleu_by_length
 from lib.seq2seq import (
-    SCORES, AdditiveScore, DotScore, GeneralScore, ScaledDotScore, Seq2Seq, Seq2SeqConfig, attend, make_score,
+    SCORES,
+    AdditiveScore,
+    DotScore,
+    GeneralScore,
+    ScaledDotScore,
+    Seq2Seq,
+    Seq2SeqConfig,
+    attend,
+    make_score,
 )
 from lib.special_tokens import BOS_ID, EOS_ID, PAD_ID
 
@@ -68,7 +75,7 @@ def test_padding_does_not_change_a_sentence(attention):
     both = model(src, tgt)
     alone = model(src[1:, :3], tgt[1:, :2])
     torch.testing.assert_close(both[1, :2], alone[0], atol=1e-6, rtol=1e-5)
-    memory, mask = model.encode(src)
+    memory, _ = model.encode(src)
     assert torch.all(memory[1, 3:] == 0)
 
 
@@ -157,7 +164,7 @@ def test_stepwise_decoding_equals_the_teacher_forced_pass(attention):
     full = model(src, tgt)
     memory, mask = model.encode(src)
     cache = model.new_cache()
-    steps = [model.decode(tgt[:, t:t + 1], memory, mask, cache, offset=t) for t in range(4)]
+    steps = [model.decode(tgt[:, t : t + 1], memory, mask, cache, offset=t) for t in range(4)]
     torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-6, rtol=1e-5)
 
 
@@ -219,9 +226,30 @@ def test_train_command_line_trains_a_recurrent_model(multi30k_dir, tmp_path):
 
     out = tmp_path / "run"
     proc = subprocess.run(
-        [sys.executable, "-m", "lib.train", "--arch", "rnn", "--attention", "none", "--d-embed", "16",
-         "--d-hidden", "16", "--steps", "3", "--max-tokens", "500", "--eval-every", "100", "--out", str(out)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "lib.train",
+            "--arch",
+            "rnn",
+            "--attention",
+            "none",
+            "--d-embed",
+            "16",
+            "--d-hidden",
+            "16",
+            "--steps",
+            "3",
+            "--max-tokens",
+            "500",
+            "--eval-every",
+            "100",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "rnn (none attention)" in proc.stdout

@@ -39,15 +39,23 @@ def test_translate_command_line_reads_stdin_and_writes_stdout():
     proc = subprocess.run(
         [sys.executable, "-m", "lib.translate", "--run", str(SHIPPED_MODEL), "--beam", "3"],
         input="Zwei Männer spielen Fußball.\nEine Frau liest ein Buch.\n",
-        capture_output=True, text=True, timeout=120, check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     lines = proc.stdout.splitlines()
     assert len(lines) == 2 and "men" in lines[0].lower() and "book" in lines[1].lower(), lines
 
 
 def test_translate_command_line_names_a_missing_run(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "lib.translate", "--run", str(tmp_path)],
-                          input="", capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "lib.translate", "--run", str(tmp_path)],
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode != 0 and "missing" in proc.stderr
 
 

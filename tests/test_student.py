@@ -71,10 +71,11 @@ def _solution_directive_bodies(markdown):
         m = re.match(r"\s*(`{3,}|:{3,})\{solution\}", lines[i])
         if m:
             fence, j = m.group(1), i + 1
-            while j < len(lines) and not (lines[j].strip() and set(lines[j].strip()) == {fence[0]}
-                                          and len(lines[j].strip()) >= len(fence)):
+            while j < len(lines) and not (
+                lines[j].strip() and set(lines[j].strip()) == {fence[0]} and len(lines[j].strip()) >= len(fence)
+            ):
                 j += 1
-            bodies.append(lines[i + 1:j])
+            bodies.append(lines[i + 1 : j])
             i = j
         i += 1
     return bodies
@@ -147,7 +148,7 @@ def test_command_line_and_stale_notebooks(tmp_path, capsys):
 
 
 def test_unknown_chapter_is_refused(tmp_path):
-    with pytest.raises(SystemExit, match="not a notebook in _toc.yml"):
+    with pytest.raises(SystemExit, match=r"not a notebook in _toc\.yml"):
         student.write_student_edition(tmp_path, ["no_such_chapter"], quiet=True)
 
 
@@ -163,8 +164,11 @@ def test_no_solution_survives(stem, editions):
     starter_lines = {line.strip() for line in starters.splitlines()}
     solution_idx = set(_solution_cells(source["cells"]))
     # Lines that the chapter also has outside its solutions (a shared `return e / e.sum()`) are not solution text.
-    outside = "\n".join(_source(c) for i, c in enumerate(source["cells"]) if i not in solution_idx
-                        and not re.search(r"(?m)^\s*(:{3,}|`{3,})\{solution\}", _source(c)))
+    outside = "\n".join(
+        _source(c)
+        for i, c in enumerate(source["cells"])
+        if i not in solution_idx and not re.search(r"(?m)^\s*(:{3,}|`{3,})\{solution\}", _source(c))
+    )
     solution_lines = [line for i in sorted(solution_idx) for line in _source(source["cells"][i]).splitlines()]
     for cell in source["cells"]:
         if cell["cell_type"] == "markdown":
@@ -172,8 +176,12 @@ def test_no_solution_survives(stem, editions):
     checked = 0
     for line in solution_lines:
         line = line.strip()
-        if (len(line) < 12 or line in starter_lines or line.startswith(("import ", "from ", "```", ":::", ":class:"))
-                or line in outside):
+        if (
+            len(line) < 12
+            or line in starter_lines
+            or line.startswith(("import ", "from ", "```", ":::", ":class:"))
+            or line in outside
+        ):
             continue
         checked += 1
         assert line not in text, f"{stem}: solution text leaked into the student edition: {line!r}"
@@ -255,7 +263,9 @@ def test_starter_keeps_signature_and_docstring_and_drops_the_body():
 assert check("pe_row", pe_row)  # prints ✅
 '''
     starter = student.starter_from_solution(code, "pe-row")
-    assert starter == '''# Exercise pe-row: replace each ... with your code, then run this cell.
+    assert (
+        starter
+        == '''# Exercise pe-row: replace each ... with your code, then run this cell.
 def pe_row(pos, d_model):
     """One row of the sinusoidal encoding.
 
@@ -265,6 +275,7 @@ def pe_row(pos, d_model):
 
 check("pe_row", pe_row)
 '''
+    )
 
 
 def test_starter_of_an_assignment():
@@ -272,11 +283,12 @@ def test_starter_of_an_assignment():
     assert student.starter_from_solution(code) == (
         "# Exercise: replace each ... with your code, then run this cell.\n"
         "norm = ...  # your answer here\n"
-        'check("pe_norm_value", norm)\n')
+        'check("pe_norm_value", norm)\n'
+    )
 
 
 def test_starter_of_several_defs_keeps_decorators_defaults_and_multiline_signatures():
-    code = '''import functools
+    code = """import functools
 
 
 def helper(x):
@@ -291,8 +303,10 @@ def layer_norm(x,
 
 
 assert check("layer_norm_last_axis", layer_norm)
-'''
-    assert student.starter_from_solution(code, "tr-layer-norm") == '''# Exercise tr-layer-norm: replace each ... with your code, then run this cell.
+"""
+    assert (
+        student.starter_from_solution(code, "tr-layer-norm")
+        == """# Exercise tr-layer-norm: replace each ... with your code, then run this cell.
 import functools
 
 
@@ -307,11 +321,12 @@ def layer_norm(x,
 
 
 check("layer_norm_last_axis", layer_norm)
-'''
+"""
+    )
 
 
 def test_helper_code_that_check_does_not_use_is_dropped():
-    code = '''def crossings(weights):
+    code = """def crossings(weights):
     path = np.asarray(weights).argmax(axis=1)
     return int(sum(path[i] > path[k] for i in range(len(path)) for k in range(i + 1, len(path))))
 
@@ -320,7 +335,7 @@ example = np.eye(4)[::-1]
 print(crossings(np.eye(4)), crossings(example))   # monotonic: 0; reversed: 6
 torch.testing.assert_close(torch.tensor(crossings(example)), torch.tensor(6))
 assert check("ba_crossings", crossings)
-'''
+"""
     starter = student.starter_from_solution(code)
     assert "example" not in starter and "print" not in starter and "assert" not in starter
     assert "argmax" not in starter and "monotonic" not in starter
@@ -356,21 +371,23 @@ assert check("scorer", Scorer)
 '''
     starter = student.starter_from_solution(code)
     assert "nn.Linear" not in starter and "tanh" not in starter
-    assert '    def __init__(self, d):\n        ...  # your code here' in starter
-    assert '    def forward(self, x):\n        ...  # your code here' in starter
+    assert "    def __init__(self, d):\n        ...  # your code here" in starter
+    assert "    def forward(self, x):\n        ...  # your code here" in starter
 
 
 def test_starters_compile_to_stubs_that_check_reports_as_not_solved(capsys):
     from lib.exercises import check
 
     starter = student.starter_from_solution(
-        'def pe_norm(d_model):\n    """Length."""\n    return math.sqrt(d_model / 2)\nassert check("pe_norm", pe_norm)\n')
+        'def pe_norm(d_model):\n    """Length."""\n    return math.sqrt(d_model / 2)\n'
+        'assert check("pe_norm", pe_norm)\n'
+    )
     exec(starter, {"check": check})
     assert capsys.readouterr().out == "⏳ pe_norm: not solved yet — fill in the body of pe_norm\n"
 
 
 def test_solution_directives_are_removed_from_markdown():
-    markdown = ''':::{exercise}
+    markdown = """:::{exercise}
 :label: x
 
 Why?
@@ -386,7 +403,7 @@ print(":::")
 ```
 :::
 
-After.'''
+After."""
     assert student.strip_solution_directives(markdown) == ":::{exercise}\n:label: x\n\nWhy?\n:::\n\nAfter."
     assert student.strip_solution_directives(":::{solution} x\nonly this\n:::\n") == ""
     with pytest.raises(ValueError, match="never closed"):
@@ -423,7 +440,7 @@ def test_make_student_notebook_on_a_small_notebook():
     assert [s.name for s in report.starters] == ["e1", "e2"]
     assert sources[4].endswith("def f(a):\n    ...  # your code here\n\n\ncheck('e1', f)\n")
     assert sources[6].endswith("g = ...  # your answer here\ncheck('e2', g)\n")
-    assert report.later_uses == [(9, ["f"])]          # print(f(1)) needs the solution's f
+    assert report.later_uses == [(9, ["f"])]  # print(f(1)) needs the solution's f
     assert "widgets" not in student_nb["metadata"] and "widgets" in nb["metadata"]
     assert all(c.get("outputs", []) == [] for c in student_nb["cells"])
     with pytest.raises(ValueError, match="no solution-end"):
@@ -442,8 +459,10 @@ def built_student_dir():
 
 
 @pytest.mark.student_execution
-@pytest.mark.skipif(os.environ.get("STUDENT_EXECUTE") != "1",
-                    reason="executes every student notebook (10+ minutes): set STUDENT_EXECUTE=1 (and MULTI30K_DIR)")
+@pytest.mark.skipif(
+    os.environ.get("STUDENT_EXECUTE") != "1",
+    reason="executes every student notebook (10+ minutes): set STUDENT_EXECUTE=1 (and MULTI30K_DIR)",
+)
 @pytest.mark.parametrize("stem", [p.stem for p in CHAPTERS])
 def test_student_notebook_runs_top_to_bottom(stem, built_student_dir, multi30k_dir, monkeypatch):
     import nbformat
@@ -453,8 +472,13 @@ def test_student_notebook_runs_top_to_bottom(stem, built_student_dir, multi30k_d
     monkeypatch.setenv("JUPYTER_PREFER_ENV_PATH", os.environ.get("JUPYTER_PREFER_ENV_PATH", "1"))
     path = built_student_dir / f"{stem}.ipynb"
     nb = nbformat.read(str(path), as_version=4)
-    client = NotebookClient(nb, timeout=1800, kernel_name="python3", allow_errors=True,
-                            resources={"metadata": {"path": str(built_student_dir)}})
+    client = NotebookClient(
+        nb,
+        timeout=1800,
+        kernel_name="python3",
+        allow_errors=True,
+        resources={"metadata": {"path": str(built_student_dir)}},
+    )
     start = time.perf_counter()
     try:
         client.execute()

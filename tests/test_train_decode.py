@@ -6,15 +6,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from lib.bpe import train_bpe
 from lib.checkpoint import load_run, save_run
 from lib.data import encode_pairs, load_multi30k, make_batches
 from lib.decode import beam_search, greedy_decode
 from lib.metrics import corpus_bleu
-from lib.bpe import train_bpe
 from lib.special_tokens import BOS_ID, EOS_ID, PAD_ID
 from lib.training import TrainConfig, evaluate_loss, label_smoothed_cross_entropy, noam_lr, train, translation_batches
-from lib.translate import translate
 from lib.transformer import Transformer, TransformerConfig
+from lib.translate import translate
 
 # --- the schedule and the loss --------------------------------------------------------------------
 
@@ -148,8 +148,14 @@ def test_train_save_load_translate_end_to_end(small_real_data, tmp_path):
     model = Transformer(TransformerConfig.tiny(tok.get_vocab_size(), max_len=128))
     before = evaluate_loss(model, val)
     cfg = TrainConfig(max_steps=40, max_tokens=1500, warmup=10, peak_lr=3e-3, eval_every_minutes=100, amp=False)
-    result = train(model, translation_batches(examples, cfg.max_tokens), cfg, evaluate=lambda m: evaluate_loss(m, val),
-                   progress=False, log=lambda s: None)
+    result = train(
+        model,
+        translation_batches(examples, cfg.max_tokens),
+        cfg,
+        evaluate=lambda m: evaluate_loss(m, val),
+        progress=False,
+        log=lambda s: None,
+    )
     after = evaluate_loss(model, val)
     assert result.steps == 40 and result.stopped_by == "max_steps"
     assert after < before - 1.0, (before, after)
@@ -166,8 +172,15 @@ def test_train_save_load_translate_end_to_end(small_real_data, tmp_path):
 
 
 def _run(model, examples, val, cfg, **kw):
-    return train(model, translation_batches(examples, cfg.max_tokens, cfg.seed), cfg,
-                 evaluate=lambda m: evaluate_loss(m, val), progress=False, log=lambda s: None, **kw)
+    return train(
+        model,
+        translation_batches(examples, cfg.max_tokens, cfg.seed),
+        cfg,
+        evaluate=lambda m: evaluate_loss(m, val),
+        progress=False,
+        log=lambda s: None,
+        **kw,
+    )
 
 
 def test_resume_continues_exactly_where_it_stopped(small_real_data, tmp_path):
@@ -213,11 +226,21 @@ def test_train_rejects_an_empty_epoch_and_a_model_without_d_model():
         train(model, lambda epoch: [], TrainConfig(max_steps=1), resume=True, progress=False)
 
 
-@pytest.mark.parametrize("bad", [
-    dict(clip_norm=-1.0), dict(peak_lr=float("nan")), dict(peak_lr=0.0), dict(eval_every_steps=0),
-    dict(eval_every_minutes=0.0), dict(label_smoothing=1.0), dict(minutes=float("nan")), dict(max_tokens=0),
-    dict(betas=(0.9, 1.5)), dict(snapshot_minutes=(-1.0,)),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(clip_norm=-1.0),
+        dict(peak_lr=float("nan")),
+        dict(peak_lr=0.0),
+        dict(eval_every_steps=0),
+        dict(eval_every_minutes=0.0),
+        dict(label_smoothing=1.0),
+        dict(minutes=float("nan")),
+        dict(max_tokens=0),
+        dict(betas=(0.9, 1.5)),
+        dict(snapshot_minutes=(-1.0,)),
+    ],
+)
 def test_train_config_rejects_bad_values(bad):
     name = next(iter(bad))
     with pytest.raises(ValueError, match=name):
@@ -230,14 +253,17 @@ def test_half_precision_save_is_smaller_and_close(small_real_data, tmp_path):
     model = Transformer(TransformerConfig.tiny(tok.get_vocab_size(), max_len=128)).eval()
     save_run(tmp_path / "f32", model, tok)
     save_run(tmp_path / "f16", model, tok, weights_dtype=torch.float16)
-    size = lambda p: (p / "model.pt").stat().st_size
+
+    def size(p):
+        return (p / "model.pt").stat().st_size
+
     assert size(tmp_path / "f16") < 0.6 * size(tmp_path / "f32")
     reloaded = load_run(tmp_path / "f16").model
     assert math.isclose(evaluate_loss(reloaded, val), evaluate_loss(model, val), rel_tol=1e-3)
 
 
 def test_load_run_names_missing_files(tmp_path):
-    with pytest.raises(FileNotFoundError, match="model.pt"):
+    with pytest.raises(FileNotFoundError, match=r"model\.pt"):
         (tmp_path / "config.json").write_text("{}")
         load_run(tmp_path)
 

@@ -5,11 +5,10 @@ import torch
 
 from lib.attention import scaled_dot_product_attention
 from lib.positional import PositionalEncoding, sinusoidal_positional_encoding
-from lib.transformer import (DecoderLayer, EncoderLayer, PositionwiseFeedForward, Transformer,
-                             TransformerConfig)
-
+from lib.transformer import DecoderLayer, EncoderLayer, PositionwiseFeedForward, Transformer, TransformerConfig
 
 # --- the seeds' worked numbers -------------------------------------------------------------------
+
 
 def test_seed_softmax_numbers():
     # seed 001: softmax([0.5, 0.8, 0.6]); with d_k = 1 the attention scores are exactly q·k.
@@ -55,8 +54,8 @@ def test_pe_linear_relation_between_offsets():
     for i in range(d // 2):
         w = 1 / 10000 ** (2 * i / d)
         c, s = torch.cos(torch.tensor(w * k)), torch.sin(torch.tensor(w * k))
-        M[2 * i:2 * i + 2, 2 * i:2 * i + 2] = torch.tensor([[c, s], [-s, c]])
-    torch.testing.assert_close(pe[k:] , pe[:-k] @ M.T, atol=1e-5, rtol=0)
+        M[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = torch.tensor([[c, s], [-s, c]])
+    torch.testing.assert_close(pe[k:], pe[:-k] @ M.T, atol=1e-5, rtol=0)
 
 
 def test_positional_encoding_errors():
@@ -67,6 +66,7 @@ def test_positional_encoding_errors():
 
 
 # --- equality with torch.nn.Transformer* ---------------------------------------------------------
+
 
 def _copy_mha(ours, theirs):
     theirs.in_proj_weight.copy_(torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight]))
@@ -87,8 +87,9 @@ def _copy_ffn_norms(ours, theirs, n_norms):
 def test_encoder_layer_equals_torch(norm_first, activation):
     torch.manual_seed(0)
     ours = EncoderLayer(32, 4, 64, dropout=0.0, norm_first=norm_first, activation=activation).eval()
-    ref = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, activation=activation, batch_first=True,
-                                           norm_first=norm_first).eval()
+    ref = torch.nn.TransformerEncoderLayer(
+        32, 4, 64, dropout=0.0, activation=activation, batch_first=True, norm_first=norm_first
+    ).eval()
     with torch.no_grad():
         _copy_mha(ours.self_attn, ref.self_attn)
         _copy_ffn_norms(ours, ref, 2)
@@ -119,6 +120,7 @@ def test_decoder_layer_equals_torch(norm_first):
 
 # --- the whole model -----------------------------------------------------------------------------
 
+
 def _model(seed=0, **kw):
     torch.manual_seed(seed)
     return Transformer(TransformerConfig.tiny(vocab_size=50, **kw)).eval()
@@ -132,7 +134,7 @@ def test_decoder_is_causal(norm_first):
     logits = model(src, tgt)
     for t in range(6):
         changed = tgt.clone()
-        changed[:, t + 1:] = torch.randint(4, 50, changed[:, t + 1:].shape)
+        changed[:, t + 1 :] = torch.randint(4, 50, changed[:, t + 1 :].shape)
         torch.testing.assert_close(model(src, changed)[:, : t + 1], logits[:, : t + 1])
     # and the future does matter (the test could fail): changing token 0 changes later positions
     changed = tgt.clone()
@@ -155,7 +157,7 @@ def test_incremental_decoding_with_cache_equals_full_pass():
     full = model(src, tgt)
     memory, mask = model.encode(src)
     cache = model.new_cache()
-    steps = [model.decode(tgt[:, t:t + 1], memory, mask, cache, offset=t) for t in range(6)]
+    steps = [model.decode(tgt[:, t : t + 1], memory, mask, cache, offset=t) for t in range(6)]
     torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-4)
     # a prefill of several tokens with a cache also agrees
     cache = model.new_cache()

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CELL_ID = "colab-setup"
 
-TEMPLATE = '''# On Colab: fetch the book (its library and trained models) and install it. Elsewhere this does nothing.
+TEMPLATE = """# On Colab: fetch the book (its library and trained models) and install it. Elsewhere this does nothing.
 import sys
 
 if "google.colab" in sys.modules:
@@ -33,7 +33,7 @@ if "google.colab" in sys.modules:
         subprocess.run(["git", "clone", "--depth", "1", "{url}", "/content/attention-book"], check=True)
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", "/content/attention-book"], check=True)
     sys.path.insert(0, "/content/attention-book")
-    os.chdir("/content/attention-book/chapters")'''
+    os.chdir("/content/attention-book/chapters")"""
 
 
 def repository_url() -> str:
@@ -74,8 +74,11 @@ def update(path: Path, check: bool) -> bool:
     cells = nb["cells"]
     want = expected_cell()
     index = next((i for i, c in enumerate(cells) if c.get("id") == CELL_ID), None)
-    if index == 1 and "".join(cells[1]["source"]) == "".join(want["source"]) \
-            and cells[1]["metadata"].get("tags") == ["remove-cell"]:
+    if (
+        index == 1
+        and "".join(cells[1]["source"]) == "".join(want["source"])
+        and cells[1]["metadata"].get("tags") == ["remove-cell"]
+    ):
         return True
     if check:
         return False

@@ -83,7 +83,7 @@ def _to_python(code: str) -> str:
 def _offset(lines: list[str], lineno: int, col: int) -> int:
     """Character offset of (1-based line, 0-based UTF-8 byte column) in the source split into ``lines``."""
     line = lines[lineno - 1]
-    return sum(len(x) for x in lines[:lineno - 1]) + len(line.encode("utf-8")[:col].decode("utf-8"))
+    return sum(len(x) for x in lines[: lineno - 1]) + len(line.encode("utf-8")[:col].decode("utf-8"))
 
 
 def _header(source: str, node: ast.AST) -> str:
@@ -93,7 +93,7 @@ def _header(source: str, node: ast.AST) -> str:
     """
     lines = source.splitlines(keepends=True)
     first = node.decorator_list[0] if node.decorator_list else node
-    text = source[_offset(lines, first.lineno, node.col_offset):]  # a decorator's '@' is at the def's column
+    text = source[_offset(lines, first.lineno, node.col_offset) :]  # a decorator's '@' is at the def's column
     depth, seen_keyword = 0, False
     readline = io.StringIO(text).readline
     for tok in tokenize.generate_tokens(readline):
@@ -106,7 +106,7 @@ def _header(source: str, node: ast.AST) -> str:
         elif tok.type == tokenize.OP and tok.string == ":" and depth == 0 and seen_keyword:
             end_row, end_col = tok.end
             text_lines = text.splitlines(keepends=True)
-            return "".join(text_lines[:end_row - 1]) + text_lines[end_row - 1][:end_col]
+            return "".join(text_lines[: end_row - 1]) + text_lines[end_row - 1][:end_col]
     raise ValueError(f"could not find the end of the header of {getattr(node, 'name', node)!r}")
 
 
@@ -140,7 +140,8 @@ def _is_check_call(node: ast.AST) -> bool:
         return False
     func = node.func
     return (isinstance(func, ast.Name) and func.id == "check") or (
-        isinstance(func, ast.Attribute) and func.attr == "check")
+        isinstance(func, ast.Attribute) and func.attr == "check"
+    )
 
 
 def _last_check_call(tree: ast.Module) -> ast.Call | None:
@@ -307,8 +308,14 @@ class Report:
 
 
 def _code_cell(source: str, cell_id: str, tags: list[str]) -> dict:
-    return {"cell_type": "code", "execution_count": None, "id": cell_id, "metadata": {"tags": tags},
-            "outputs": [], "source": source}
+    return {
+        "cell_type": "code",
+        "execution_count": None,
+        "id": cell_id,
+        "metadata": {"tags": tags},
+        "outputs": [],
+        "source": source,
+    }
 
 
 def _markdown_cell(source: str, cell_id: str) -> dict:
@@ -376,8 +383,12 @@ def _later_uses(cells: list[dict], solution_cells: dict[int, int]) -> list[tuple
                 tree = ast.parse(_to_python(code))
             except SyntaxError:
                 continue
-            imported = {(a.asname or a.name).split(".")[0] for n in tree.body
-                        if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+            imported = {
+                (a.asname or a.name).split(".")[0]
+                for n in tree.body
+                if isinstance(n, (ast.Import, ast.ImportFrom))
+                for a in n.names
+            }
             for name in _names_bound_at_top(code) - imported:
                 from_solutions.setdefault(name, i)
             continue
@@ -408,15 +419,17 @@ def make_student_notebook(nb: dict) -> tuple[dict, Report]:
                 solution.starter = starter_from_solution(joined, solution.label)
                 call = _last_check_call(ast.parse(_to_python(joined)))
             except SyntaxError as err:
-                raise ValueError(f"the solution {solution.label or '(tagged cells)'} is not valid Python: {err}") from err
+                raise ValueError(
+                    f"the solution {solution.label or '(tagged cells)'} is not valid Python: {err}"
+                ) from err
             solution.name = exercise_name(call) if call is not None else None
         report.solutions.append(solution)
         if solution.starter is not None:
             wanted = f"starter-{solution.label or solution.name or len(report.solutions)}"
             out.append(_code_cell(solution.starter, _unique_id(wanted, used_ids), [STARTER_TAG]))
 
-    block: Solution | None = None      # inside a solution-start ... solution-end block
-    loose: Solution | None = None      # a run of tagged solution cells outside a block
+    block: Solution | None = None  # inside a solution-start ... solution-end block
+    loose: Solution | None = None  # a run of tagged solution cells outside a block
     for i, cell in enumerate(cells):
         src = _source(cell)
         is_md = cell.get("cell_type") == "markdown"
@@ -428,8 +441,10 @@ def make_student_notebook(nb: dict) -> tuple[dict, Report]:
                 finish(block)
                 block = None
             elif start:
-                raise ValueError(f"cell {i}: solution-start {start.group('label')!r} inside the solution block "
-                                 f"{block.label!r}, which has no solution-end")
+                raise ValueError(
+                    f"cell {i}: solution-start {start.group('label')!r} inside the solution block "
+                    f"{block.label!r}, which has no solution-end"
+                )
             elif cell.get("cell_type") == "code":
                 block.code.append(src)
                 solution_code_cells[i] = len(report.solutions)
@@ -471,8 +486,9 @@ def make_student_notebook(nb: dict) -> tuple[dict, Report]:
 
     report.later_uses = _later_uses(cells, solution_code_cells)
 
-    title = next((k for k, c in enumerate(out) if c.get("cell_type") == "markdown"
-                  and _source(c).lstrip().startswith("# ")), -1)
+    title = next(
+        (k for k, c in enumerate(out) if c.get("cell_type") == "markdown" and _source(c).lstrip().startswith("# ")), -1
+    )
     out.insert(title + 1, _markdown_cell(STUDENT_NOTE, _unique_id("student-edition-note", used_ids)))
 
     student = {k: copy.deepcopy(v) for k, v in nb.items() if k != "cells"}
@@ -530,8 +546,9 @@ def _select(chapters: list[str], root: Path) -> list[Path]:
     return chosen
 
 
-def write_student_edition(out_dir: Path, chapters: list[str] | None = None, root: Path = ROOT,
-                          quiet: bool = False) -> dict[str, Report]:
+def write_student_edition(
+    out_dir: Path, chapters: list[str] | None = None, root: Path = ROOT, quiet: bool = False
+) -> dict[str, Report]:
     """Write ``out_dir/<chapter>.ipynb`` for the chosen chapters (all of ``_toc.yml`` by default).
 
     When every chapter is written, student notebooks in ``out_dir`` that no longer belong to the book (a
@@ -580,15 +597,19 @@ def write_student_edition(out_dir: Path, chapters: list[str] | None = None, root
 
 def _print_report(target: Path, report: Report, cells: list[dict]) -> None:
     names = [s.name or "?" for s in report.starters]
-    print(f"{target}: {len(report.starters)} starter cell(s) ({', '.join(names) or 'none'}); "
-          f"{report.removed_cells} solution cell(s) removed, {report.stripped_directives} {{solution}} "
-          f"directive cell(s) stripped")
+    print(
+        f"{target}: {len(report.starters)} starter cell(s) ({', '.join(names) or 'none'}); "
+        f"{report.removed_cells} solution cell(s) removed, {report.stripped_directives} {{solution}} "
+        f"directive cell(s) stripped"
+    )
     for solution in report.solutions:
         if solution.code and solution.name is None:
             print(f"  note: the solution {solution.label or '(tagged cells)'} has code but no check(...) call")
     for index, used in report.later_uses:
-        print(f"  WARNING: code cell {index} of the chapter uses {', '.join(used)}, defined only in a solution: "
-              f"in the student edition it sees the starter's placeholder (or nothing)")
+        print(
+            f"  WARNING: code cell {index} of the chapter uses {', '.join(used)}, defined only in a solution: "
+            f"in the student edition it sees the starter's placeholder (or nothing)"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -78,20 +78,27 @@ def fetch(pkg: dict) -> Path:
     if not tarball.exists():
         npm = shutil.which("npm")
         if npm is None:
-            sys.exit("tools/vendor_js.py: `npm` not found. The offline website needs MathJax from the npm "
-                     "registry: install Node.js and npm (Debian/Ubuntu: apt-get install npm), then re-run.")
+            sys.exit(
+                "tools/vendor_js.py: `npm` not found. The offline website needs MathJax from the npm "
+                "registry: install Node.js and npm (Debian/Ubuntu: apt-get install npm), then re-run."
+            )
         spec = f"{pkg['name']}@{pkg['version']}"
         print(f"fetching {spec} with npm pack")
-        done = subprocess.run([npm, "pack", spec, "--pack-destination", str(CACHE), "--silent"],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [npm, "pack", spec, "--pack-destination", str(CACHE), "--silent"], capture_output=True, text=True
+        )
         if done.returncode != 0 or not tarball.exists():
-            sys.exit(f"tools/vendor_js.py: `npm pack {spec}` failed (exit {done.returncode}):\n"
-                     f"{done.stderr.strip() or done.stdout.strip()}")
+            sys.exit(
+                f"tools/vendor_js.py: `npm pack {spec}` failed (exit {done.returncode}):\n"
+                f"{done.stderr.strip() or done.stdout.strip()}"
+            )
     got = integrity_of(tarball)
     if got != pkg["integrity"]:
         tarball.unlink()
-        sys.exit(f"tools/vendor_js.py: checksum mismatch for {pkg['name']}@{pkg['version']}: "
-                 f"expected {pkg['integrity']}, got {got}. The file was deleted; re-run to download it again.")
+        sys.exit(
+            f"tools/vendor_js.py: checksum mismatch for {pkg['name']}@{pkg['version']}: "
+            f"expected {pkg['integrity']}, got {got}. The file was deleted; re-run to download it again."
+        )
     return tarball
 
 
@@ -104,7 +111,7 @@ def extract(pkg: dict, tarball: Path) -> list[str]:
         for member in tar.getmembers():
             if not member.isfile() or not member.name.startswith("package/"):
                 continue
-            rel = member.name[len("package/"):]
+            rel = member.name[len("package/") :]
             # fnmatch's * also matches "/", so "extensions/*" takes the whole folder, as intended.
             if not any(fnmatch.fnmatch(rel, pattern) for pattern in pkg["files"]):
                 continue

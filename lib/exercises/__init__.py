@@ -17,7 +17,12 @@ A wrong answer never raises: an exception from the reader's function is reported
 Only a programming error raises, e.g. an unknown exercise name (:class:`ValueError`).
 
 Adding an exercise (one module per chapter, ``lib/exercises/<chapter>.py``, imported at the end of
-this file)::
+this file). The chapter's module imports the ``exercise`` decorator and the checkers' helpers from
+:mod:`lib.exercises.core`, never from this package, so that no import cycle runs through it::
+
+    import numpy as np
+
+    from .core import _as_array, _call, _fmt, exercise
 
     @exercise("softmax_row", chapter="preliminaries", summary="softmax(z) of a 1-D list of scores")
     def _check_softmax_row(answer) -> str | None:
@@ -27,10 +32,10 @@ this file)::
         return "an optional remark shown after 'correct.'"
 
 A checker raises ``AssertionError("helpful message")`` when the answer is wrong (use ``raise``, not a bare
-``assert``, which ``python -O`` removes). It calls the reader's function through :func:`_call`, so that an
-exception the reader's code raises is reported as "your function raised ...", not as a failure of the checker,
-a function that forgot its ``return`` (returns None) is named as such, and a function that returns ``...``
-(a body not filled in yet) is reported as ⏳ "not solved yet".
+``assert``, which ``python -O`` removes). It calls the reader's function through
+:func:`lib.exercises.core._call`, so that an exception the reader's code raises is reported as "your function
+raised ...", not as a failure of the checker, a function that forgot its ``return`` (returns None) is named as
+such, and a function that returns ``...`` (a body not filled in yet) is reported as ⏳ "not solved yet".
 
 Source: the exercise/solution pattern of the QuantEcon lectures (``sphinx-exercise``).
 """
@@ -39,22 +44,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from .core import (  # noqa: F401  (re-exported: every name stays importable from lib.exercises)
-    EXERCISES,
-    Checker,
-    Exercise,
-    _AnswerRaised,
-    _as_array,
-    _as_number,
-    _call,
-    _diagnose,
-    _fmt,
-    _is_placeholder,
-    _NotSolved,
-    _require_callable,
-    exercise,
-    list_exercises,
-)
+from .core import EXERCISES, Exercise, _AnswerRaised, _NotSolved, exercise, list_exercises
+
+# Re-exported (the redundant aliases say so): every name of .core stays importable from lib.exercises.
+from .core import Checker as Checker
+from .core import _as_array as _as_array
+from .core import _as_number as _as_number
+from .core import _call as _call
+from .core import _diagnose as _diagnose
+from .core import _fmt as _fmt
+from .core import _is_placeholder as _is_placeholder
+from .core import _require_callable as _require_callable
 
 __all__ = ["Exercise", "EXERCISES", "exercise", "check", "list_exercises", "progress"]
 
@@ -96,7 +96,7 @@ def _verdict(name: str, answer: Any) -> str:
         return f"❌ {name}: your function raised {type(e).__name__}: {e}"
     except AssertionError as err:
         return f"❌ {name}: {err}"
-    except Exception as err:  # noqa: BLE001 - an answer of an unexpected type must not crash the page
+    except Exception as err:  # broad on purpose: an answer of an unexpected type must not crash the page
         return f"❌ {name}: could not check your answer ({type(err).__name__}: {err})"
     return f"✅ {name}: correct." + (f" {remark}" if remark else "")
 
@@ -124,8 +124,11 @@ def progress(chapter: str | None = None) -> dict[str, str]:
     chapters = list(dict.fromkeys(ex.chapter for ex in EXERCISES.values()))
     if chapter is not None and chapter not in chapters:
         raise ValueError(f"no exercises for chapter {chapter!r}; chapters with exercises: {', '.join(chapters)}")
-    wanted = [chapter] if chapter is not None else [c for c in chapters if any(
-        ex.chapter == c and ex.name in RESULTS for ex in EXERCISES.values())]
+    wanted = (
+        [chapter]
+        if chapter is not None
+        else [c for c in chapters if any(ex.chapter == c and ex.name in RESULTS for ex in EXERCISES.values())]
+    )
     status: dict[str, str] = {}
     for ch in wanted:
         exercises = list_exercises(ch)
@@ -140,14 +143,18 @@ def progress(chapter: str | None = None) -> dict[str, str]:
     return status
 
 
-# Each chapter's checkers live in their own module and register themselves on import.
-from . import positional_encoding  # noqa: E402,F401  (registers pe_row, pe_norm, ...)
-from . import multihead_attention  # noqa: E402,F401
-from . import transformer  # noqa: E402,F401
-from . import preliminaries  # noqa: E402,F401
-from . import self_attention  # noqa: E402,F401
-from . import bahdanau_attention  # noqa: E402,F401
-from . import seq2seq_bottleneck  # noqa: E402,F401
-from . import efficient_attention  # noqa: E402,F401
-from . import bert_gpt  # noqa: E402,F401
-from . import capstone  # noqa: E402,F401
+# Each chapter's checkers live in their own module and register themselves on import (E402: after the
+# definitions above; F401: imported for that side effect). The order is the order of EXERCISES, of
+# list_exercises() and of progress(), so isort must not sort these lines.
+# isort: off
+from . import positional_encoding  # noqa: E402, F401  (registers pe_row, pe_norm, ...)
+from . import multihead_attention  # noqa: E402, F401
+from . import transformer  # noqa: E402, F401
+from . import preliminaries  # noqa: E402, F401
+from . import self_attention  # noqa: E402, F401
+from . import bahdanau_attention  # noqa: E402, F401
+from . import seq2seq_bottleneck  # noqa: E402, F401
+from . import efficient_attention  # noqa: E402, F401
+from . import bert_gpt  # noqa: E402, F401
+from . import capstone  # noqa: E402, F401
+# isort: on

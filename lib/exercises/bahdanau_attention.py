@@ -53,19 +53,24 @@ def _additive_variants(s, H, W_q, W_k, v) -> dict[str, np.ndarray]:
         "given (learned) vector: e_j = vᵀ tanh(W_q s + W_k h_j)": hidden.sum(-1),
         "you left out the tanh: without it the score is linear, vᵀ W_q s + vᵀ W_k h_j, and the part that "
         "depends on s is the same for every j, so the softmax ignores the query": (W_q @ s + H @ W_k.T) @ v,
-        "you returned the weights softmax(e); the exercise asks for the scores e_j before the softmax":
-            _softmax(scores),
-        "you put tanh around the product with v: the tanh acts on the hidden layer, v comes after it":
-            np.tanh(scores),
+        "you returned the weights softmax(e); the exercise asks for the scores e_j before the softmax": _softmax(
+            scores
+        ),
+        "you put tanh around the product with v: the tanh acts on the hidden layer, v comes after it": np.tanh(scores),
     }
     if W_q.shape[0] == s.shape[0]:
-        variants["you used the query s where v belongs, as seed 000 prints it (h'ᵀ tanh(…)); Bahdanau et al. "
-                 "use a separate learned vector v"] = hidden @ s
+        variants[
+            "you used the query s where v belongs, as seed 000 prints it (h'ᵀ tanh(…)); Bahdanau et al. "
+            "use a separate learned vector v"
+        ] = hidden @ s
     return variants
 
 
-@exercise("ba_additive_score", chapter=_CHAPTER,
-          summary="additive_score(s, H, W_q, W_k, v): the additive scores e_j = vᵀ tanh(W_q s + W_k h_j), shape (seq_s,)")
+@exercise(
+    "ba_additive_score",
+    chapter=_CHAPTER,
+    summary="additive_score(s, H, W_q, W_k, v): the additive scores e_j = vᵀ tanh(W_q s + W_k h_j), shape (seq_s,)",
+)
 def _check_additive_score(answer: Any) -> str | None:
     """``answer(s, H, W_q, W_k, v)`` must equal lib's AdditiveScore (with a zero bias) on the same weights."""
     _require_callable(answer, "additive_score(s, H, W_q, W_k, v)")
@@ -79,25 +84,33 @@ def _check_additive_score(answer: Any) -> str | None:
         W_k = rng.standard_normal((d_a, d_k))
         v = rng.standard_normal(d_a)
         expected = _additive_reference(s, H, W_q, W_k, v)
-        where = (f"for s of shape {s.shape}, H of shape {H.shape}, W_q of shape {W_q.shape}, W_k of shape "
-                 f"{W_k.shape} and v of shape {v.shape}")
-        got = _as_array(_call(answer, s.copy(), H.copy(), W_q.copy(), W_k.copy(), v.copy()),
-                        "additive_score(s, H, W_q, W_k, v)")
+        where = (
+            f"for s of shape {s.shape}, H of shape {H.shape}, W_q of shape {W_q.shape}, W_k of shape "
+            f"{W_k.shape} and v of shape {v.shape}"
+        )
+        got = _as_array(
+            _call(answer, s.copy(), H.copy(), W_q.copy(), W_k.copy(), v.copy()), "additive_score(s, H, W_q, W_k, v)"
+        )
         variants = _additive_variants(s, H, W_q, W_k, v)
         if got.shape != expected.shape:
             hint = _diagnose(got, variants, atol=1e-8)
             if not hint and got.shape == (seq_s, d_a):
-                hint = (" That is (seq_s, d_attention): the hidden layer tanh(W_q s + W_k h_j) of every source "
-                        "position, a vector each, not a score. Multiply it by v to get one number per position.")
+                hint = (
+                    " That is (seq_s, d_attention): the hidden layer tanh(W_q s + W_k h_j) of every source "
+                    "position, a vector each, not a score. Multiply it by v to get one number per position."
+                )
             elif not hint and got.size == seq_s:
                 hint = " Return one score per source position as a 1-D array of shape (seq_s,)."
-            raise AssertionError(f"{where} your scores have shape {got.shape}; expected (seq_s,) = "
-                                 f"{expected.shape}.{hint}")
+            raise AssertionError(
+                f"{where} your scores have shape {got.shape}; expected (seq_s,) = {expected.shape}.{hint}"
+            )
         if not np.allclose(got, expected, atol=1e-8, rtol=1e-8):
             hint = _diagnose(got, variants, atol=1e-8)
             raise AssertionError(f"{where} your scores are {_fmt(got)}; expected {_fmt(expected)}.{hint}")
-    return ("tanh(W_q s + W_k h_j) is a vector of d_attention numbers (a hidden layer); only vᵀ turns it into "
-            "one score per source position.")
+    return (
+        "tanh(W_q s + W_k h_j) is a vector of d_attention numbers (a hidden layer); only vᵀ turns it into "
+        "one score per source position."
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -118,16 +131,20 @@ def _attend_variants(scores: np.ndarray, values: np.ndarray, mask: np.ndarray) -
             "with -inf": _softmax(np.where(mask, scores, 0.0)),
             "you set the padded weights to 0 after the softmax without renormalising, so the rows no longer "
             "sum to 1; mask the scores (with -inf) before the softmax": np.where(mask, plain, 0.0),
-            "you inverted the mask: in lib, True marks a real token that may be attended to, False the padding":
-                _softmax(np.where(~mask, scores, -np.inf)),
+            (
+                "you inverted the mask: in lib, True marks a real token that may be attended to, False the padding"
+            ): _softmax(np.where(~mask, scores, -np.inf)),
         }
 
 
-@exercise("ba_attend", chapter=_CHAPTER,
-          summary="attend(scores, values, mask) -> (context, weights): softmax over the source without the "
-                  "padding, then the weighted sum of the values")
+@exercise(
+    "ba_attend",
+    chapter=_CHAPTER,
+    summary="attend(scores, values, mask) -> (context, weights): softmax over the source without the "
+    "padding, then the weighted sum of the values",
+)
 def _check_attend(answer: Any) -> str | None:
-    """``answer(scores, values, mask)`` must return lib's ``attend`` result: (context (batch, d), weights (batch, seq_s)).
+    """``answer(scores, values, mask)`` must return lib's ``attend``: (context (batch, d), weights (batch, seq_s)).
 
     lib takes the softmax in float32, so answers are compared to within 1e-6.
     """
@@ -140,38 +157,54 @@ def _check_attend(answer: Any) -> str | None:
         scores = 2.0 * rng.standard_normal((batch, seq_s))
         values = rng.standard_normal((batch, seq_s, d))
         mask = np.arange(seq_s)[None, :] < np.array(lengths)[:, None]
-        scores[~mask] += 5.0                      # padding scores that would win if not masked
-        values[~mask] = 0.0                       # padded encoder states are zero in lib (packed GRU)
-        exp_context, exp_weights = (t.numpy() for t in attend(torch.from_numpy(scores), torch.from_numpy(values),
-                                                               torch.from_numpy(mask)))
+        scores[~mask] += 5.0  # padding scores that would win if not masked
+        values[~mask] = 0.0  # padded encoder states are zero in lib (packed GRU)
+        exp_context, exp_weights = (
+            t.numpy() for t in attend(torch.from_numpy(scores), torch.from_numpy(values), torch.from_numpy(mask))
+        )
         where = f"for a batch of {batch} with source lengths {list(lengths)} padded to seq_s = {seq_s}"
         result = _call(answer, scores.copy(), values.copy(), mask.copy())
         if not isinstance(result, (tuple, list)) or len(result) != 2:
-            raise AssertionError(f"{where} your function returned {type(result).__name__}; expected a pair "
-                                 f"(context, weights), as lib's attend returns")
+            raise AssertionError(
+                f"{where} your function returned {type(result).__name__}; expected a pair "
+                f"(context, weights), as lib's attend returns"
+            )
         context = _as_array(result[0], "context")
         weights = _as_array(result[1], "weights")
         if weights.shape != exp_weights.shape:
             hint = ""
             if weights.shape == exp_context.shape and context.shape == exp_weights.shape:
                 hint = " It looks like you returned (weights, context); return (context, weights)."
-            raise AssertionError(f"{where} your weights have shape {weights.shape}; expected (batch, seq_s) = "
-                                 f"{exp_weights.shape}.{hint}")
+            raise AssertionError(
+                f"{where} your weights have shape {weights.shape}; expected (batch, seq_s) = {exp_weights.shape}.{hint}"
+            )
         if not np.allclose(weights, exp_weights, atol=1e-6, rtol=0.0):
-            hint = next((f" It looks like {mistake}." for mistake, wrong in _attend_variants(scores, values, mask).items()
-                         if wrong.shape == weights.shape and np.allclose(weights, wrong, atol=1e-6, equal_nan=True)), "")
+            hint = next(
+                (
+                    f" It looks like {mistake}."
+                    for mistake, wrong in _attend_variants(scores, values, mask).items()
+                    if wrong.shape == weights.shape and np.allclose(weights, wrong, atol=1e-6, equal_nan=True)
+                ),
+                "",
+            )
             bad = int(np.argmax(np.abs(np.nan_to_num(weights, nan=9.0) - exp_weights).max(axis=1)))
-            raise AssertionError(f"{where} your weights for sentence {bad} are {_fmt(weights[bad])}; expected "
-                                 f"{_fmt(exp_weights[bad])}.{hint}")
+            raise AssertionError(
+                f"{where} your weights for sentence {bad} are {_fmt(weights[bad])}; expected "
+                f"{_fmt(exp_weights[bad])}.{hint}"
+            )
         if context.shape != exp_context.shape:
-            raise AssertionError(f"{where} your context has shape {context.shape}; expected (batch, d) = "
-                                 f"{exp_context.shape}: one weighted sum of the values per sentence")
+            raise AssertionError(
+                f"{where} your context has shape {context.shape}; expected (batch, d) = "
+                f"{exp_context.shape}: one weighted sum of the values per sentence"
+            )
         if not np.allclose(context, exp_context, atol=1e-6, rtol=0.0):
             hint = ""
             if np.allclose(context, values.mean(axis=1), atol=1e-6):
                 hint = " That is the plain mean of the values; weight each h_j by α_j."
-            raise AssertionError(f"{where} your context for sentence 0 is {_fmt(context[0])}; expected "
-                                 f"{_fmt(exp_context[0])}: c = Σ_j α_j h_j.{hint}")
+            raise AssertionError(
+                f"{where} your context for sentence 0 is {_fmt(context[0])}; expected "
+                f"{_fmt(exp_context[0])}: c = Σ_j α_j h_j.{hint}"
+            )
     return "Padded positions get weight exactly 0, and each sentence's weights sum to 1 over its real tokens."
 
 
@@ -186,8 +219,11 @@ def _crossings(path: np.ndarray, strict: bool = True, adjacent: bool = False) ->
     return sum(1 for i, k in pairs if (path[i] > path[k] if strict else path[i] >= path[k]))
 
 
-@exercise("ba_crossings", chapter=_CHAPTER,
-          summary="crossings(weights): pairs of target rows i < k whose largest weights are in reverse source order")
+@exercise(
+    "ba_crossings",
+    chapter=_CHAPTER,
+    summary="crossings(weights): pairs of target rows i < k whose largest weights are in reverse source order",
+)
 def _check_crossings(answer: Any) -> str | None:
     """``answer(weights)`` with weights ``(seq_t, seq_s)`` must count pairs i < k with argmax_i > argmax_k."""
     _require_callable(answer, "crossings(weights)")
@@ -199,8 +235,9 @@ def _check_crossings(answer: Any) -> str | None:
         # "A man plays guitar" ← "Ein Mann spielt Gitarre": rows man, plays, a, guitar → path 1, 2, 0, 3
         "a 4 × 4 alignment whose argmax path is [1, 2, 0, 3]": np.eye(4)[[1, 2, 0, 3]] * 0.7 + 0.075,
         # two target rows with the same argmax (one source word translated by two target words): no crossing
-        "an alignment whose argmax path is [0, 2, 2, 1] (two rows on the same source word)":
-            np.eye(3)[[0, 2, 2, 1]] * 0.7 + 0.1,
+        "an alignment whose argmax path is [0, 2, 2, 1] (two rows on the same source word)": np.eye(3)[[0, 2, 2, 1]]
+        * 0.7
+        + 0.1,
         "a random 6 × 8 alignment": _softmax(3 * rng.standard_normal((6, 8))),
         "a random 9 × 5 alignment": _softmax(3 * rng.standard_normal((9, 5))),
     }
@@ -211,20 +248,32 @@ def _check_crossings(answer: Any) -> str | None:
         if value == expected:
             continue
         wrong = [
-            ("you took the argmax down the columns (axis 0, over the target rows); each target row i has its "
-             "source position argmax_j weights[i, j]", _crossings(w.argmax(axis=0))),
-            ("you counted only neighbouring rows (i, i + 1), the backward jumps; count every pair i < k",
-             _crossings(path, adjacent=True)),
-            ("you counted ties as crossings: two rows on the same source word are not in reverse order",
-             _crossings(path, strict=False)),
-            ("you counted the pairs in order (argmax_i < argmax_k); a crossing has argmax_i > argmax_k",
-             sum(1 for i in range(len(path)) for k in range(i + 1, len(path)) if path[i] < path[k])),
+            (
+                "you took the argmax down the columns (axis 0, over the target rows); each target row i has its "
+                "source position argmax_j weights[i, j]",
+                _crossings(w.argmax(axis=0)),
+            ),
+            (
+                "you counted only neighbouring rows (i, i + 1), the backward jumps; count every pair i < k",
+                _crossings(path, adjacent=True),
+            ),
+            (
+                "you counted ties as crossings: two rows on the same source word are not in reverse order",
+                _crossings(path, strict=False),
+            ),
+            (
+                "you counted the pairs in order (argmax_i < argmax_k); a crossing has argmax_i > argmax_k",
+                sum(1 for i in range(len(path)) for k in range(i + 1, len(path)) if path[i] < path[k]),
+            ),
             ("you counted each crossing twice (ordered pairs); count pairs i < k once", 2 * expected),
         ]
         why = next((m for m, v in wrong if v != expected and value == v), None)
-        hint = f" It looks like {why}." if why else (
-            " Hint: path = weights.argmax(axis=1); count the pairs i < k with path[i] > path[k].")
-        raise AssertionError(f"for {what} your count is {value:g}; expected {expected} (argmax path "
-                             f"{path.tolist()}).{hint}")
-    return ("A monotonic alignment has 0 crossings; the reversal task's anti-diagonal has the most possible, "
-            "n(n − 1)/2.")
+        hint = (
+            f" It looks like {why}."
+            if why
+            else (" Hint: path = weights.argmax(axis=1); count the pairs i < k with path[i] > path[k].")
+        )
+        raise AssertionError(
+            f"for {what} your count is {value:g}; expected {expected} (argmax path {path.tolist()}).{hint}"
+        )
+    return "A monotonic alignment has 0 crossings; the reversal task's anti-diagonal has the most possible, n(n − 1)/2."

@@ -6,7 +6,6 @@ import math
 from typing import Any
 
 import numpy as np
-import torch
 
 from ..bert import BertVocab, pack_pair
 from ..gpt import GPT, GPTConfig
@@ -20,8 +19,12 @@ _CHAPTER = "bert_gpt"
 
 # --- bert_pair_inputs -----------------------------------------------------------------------------
 
-@exercise("bert_pair_inputs", chapter=_CHAPTER,
-          summary="pair_inputs(a, b, cls_id, sep_id) -> (ids, segment_ids) for [CLS] A [SEP] B [SEP]")
+
+@exercise(
+    "bert_pair_inputs",
+    chapter=_CHAPTER,
+    summary="pair_inputs(a, b, cls_id, sep_id) -> (ids, segment_ids) for [CLS] A [SEP] B [SEP]",
+)
 def _check_pair_inputs(answer: Any) -> str | None:
     """``answer(a, b, cls_id, sep_id)`` must equal :func:`lib.bert.pack_pair` without truncation."""
     _require_callable(answer, "pair_inputs(a, b, cls_id, sep_id)")
@@ -47,13 +50,20 @@ def _check_pair_inputs(answer: Any) -> str | None:
             elif seg == [0] * (len(a) + 1) + [1] * (len(b) + 2):
                 hint = " The first [SEP] closes sentence A, so it belongs to segment 0."
             raise AssertionError(f"{where} your segment_ids are {seg}; expected {seg_ok}.{hint}")
-    return "[CLS] and sentence A with its [SEP] are segment 0; sentence B with its [SEP] is segment 1 (Devlin et al. 2019, Fig. 2)."
+    return (
+        "[CLS] and sentence A with its [SEP] are segment 0; sentence B with its [SEP] is segment 1 "
+        "(Devlin et al. 2019, Fig. 2)."
+    )
 
 
 # --- lm_perplexity ----------------------------------------------------------------------------------
 
-@exercise("lm_perplexity", chapter=_CHAPTER,
-          summary="perplexity(log_probs): exp of the mean negative log-probability (natural log) per token")
+
+@exercise(
+    "lm_perplexity",
+    chapter=_CHAPTER,
+    summary="perplexity(log_probs): exp of the mean negative log-probability (natural log) per token",
+)
 def _check_perplexity(answer: Any) -> str | None:
     _require_callable(answer, "perplexity(log_probs)")
     cases = [np.log([0.25, 0.25, 0.25, 0.25]), np.log([0.5, 0.1, 0.2]), np.array([-2.3, -0.1, -4.0, -1.5, -0.7])]
@@ -62,7 +72,9 @@ def _check_perplexity(answer: Any) -> str | None:
         expected = math.exp(-lp.mean())
         if not math.isclose(got, expected, rel_tol=1e-6):
             variants = {
-                "you summed the log-probabilities instead of averaging them (perplexity is per token)": math.exp(-lp.sum()),
+                "you summed the log-probabilities instead of averaging them (perplexity is per token)": math.exp(
+                    -lp.sum()
+                ),
                 "the sign is wrong: perplexity is exp(−mean log p), at least 1": math.exp(lp.mean()),
                 "you used base 2 for the exponent with natural-log probabilities; use exp": 2 ** (-lp.mean()),
                 "you returned the mean negative log-probability (the loss), not its exponential": -lp.mean(),
@@ -74,6 +86,7 @@ def _check_perplexity(answer: Any) -> str | None:
 
 # --- sample_probs -------------------------------------------------------------------------------------
 
+
 def _reference_probs(logits: np.ndarray, temperature: float, k: int) -> np.ndarray:
     z = logits / temperature
     kth = np.sort(z)[-k]
@@ -82,12 +95,18 @@ def _reference_probs(logits: np.ndarray, temperature: float, k: int) -> np.ndarr
     return e / e.sum()
 
 
-@exercise("sample_probs", chapter=_CHAPTER,
-          summary="sample_probs(logits, temperature, k): the distribution generate() samples from (T > 0, top-k)")
+@exercise(
+    "sample_probs",
+    chapter=_CHAPTER,
+    summary="sample_probs(logits, temperature, k): the distribution generate() samples from (T > 0, top-k)",
+)
 def _check_sample_probs(answer: Any) -> str | None:
     _require_callable(answer, "sample_probs(logits, temperature, k)")
-    for logits, t, k in [([2.0, 1.0, 0.5, -1.0, 0.0], 0.5, 3), ([2.0, 1.0, 0.5, -1.0, 0.0], 2.0, 5),
-                         ([0.1, 3.0, -2.0, 2.5], 1.0, 2)]:
+    for logits, t, k in [
+        ([2.0, 1.0, 0.5, -1.0, 0.0], 0.5, 3),
+        ([2.0, 1.0, 0.5, -1.0, 0.0], 2.0, 5),
+        ([0.1, 3.0, -2.0, 2.5], 1.0, 2),
+    ]:
         z = np.asarray(logits)
         expected = _reference_probs(z, t, k)
         got = _as_array(_call(answer, z.copy(), t, k), "sample_probs(...)").ravel()
@@ -99,15 +118,20 @@ def _check_sample_probs(answer: Any) -> str | None:
             wrong_t = _reference_probs(z * t * t, t, k)  # softmax(z · T) with top-k
             after = _reference_probs(z, 1.0, k) / t
             variants = {
-                "you zeroed the tokens outside the top k but did not renormalise: the kept probabilities must sum to 1": not_renorm,
+                (
+                    "you zeroed the tokens outside the top k but did not renormalise: "
+                    "the kept probabilities must sum to 1"
+                ): not_renorm,
                 "you multiplied the logits by T; divide them by T (T < 1 sharpens)": wrong_t,
                 "you ignored k: only the k largest logits may keep probability": p_all,
                 "you divided the probabilities by T after the softmax; divide the logits before it": after,
                 "you multiplied by T and ignored k": e_mul / e_mul.sum(),
             }
             hint = _diagnose(got, variants, 1e-6) if got.shape == expected.shape else ""
-            raise AssertionError(f"for logits = {_fmt(z, 2)}, T = {t}, k = {k} you return {_fmt(got, 4)}; "
-                                 f"expected {_fmt(expected, 4)}.{hint}")
+            raise AssertionError(
+                f"for logits = {_fmt(z, 2)}, T = {t}, k = {k} you return {_fmt(got, 4)}; "
+                f"expected {_fmt(expected, 4)}.{hint}"
+            )
     return "divide by T, keep the k largest, softmax: exactly what lib.gpt.generate samples from."
 
 
@@ -127,8 +151,11 @@ def _lib_count(c: dict) -> int:
     return c["vocab_size"] * d + c["max_len"] * d + c["num_layers"] * per_layer
 
 
-@exercise("gpt_param_count", chapter=_CHAPTER,
-          summary="gpt_params(vocab_size, d_model, num_layers, d_ff, max_len): parameters of a post-LN GPT with tied output")
+@exercise(
+    "gpt_param_count",
+    chapter=_CHAPTER,
+    summary="gpt_params(vocab_size, d_model, num_layers, d_ff, max_len): parameters of a post-LN GPT with tied output",
+)
 def _check_param_count(answer: Any) -> str | None:
     _require_callable(answer, "gpt_params(vocab_size, d_model, num_layers, d_ff, max_len)")
     small = GPT(GPTConfig(100, d_model=16, num_heads=2, num_layers=1, d_ff=32, max_len=8, norm_first=False))

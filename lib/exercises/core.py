@@ -116,8 +116,11 @@ def _is_placeholder(fn: Any) -> bool:
     code = getattr(fn, "__code__", None)
     if code is None:
         return False
-    ops = [(ins.opname, ins.argval) for ins in dis.get_instructions(code)
-           if ins.opname not in ("RESUME", "NOP", "CACHE", "COPY_FREE_VARS", "MAKE_CELL")]
+    ops = [
+        (ins.opname, ins.argval)
+        for ins in dis.get_instructions(code)
+        if ins.opname not in ("RESUME", "NOP", "CACHE", "COPY_FREE_VARS", "MAKE_CELL")
+    ]
     return ops in ([("LOAD_CONST", None), ("RETURN_VALUE", None)], [("RETURN_CONST", None)])
 
 
@@ -132,7 +135,7 @@ def _call(fn: Callable[..., Any], *args: Any) -> Any:
     """
     try:
         result = fn(*args)
-    except Exception as err:  # noqa: BLE001 - any error of the reader's code is reported, not raised
+    except Exception as err:  # broad on purpose: any error of the reader's code is reported, not raised
         raise _AnswerRaised(err) from err
     if result is Ellipsis or (result is None and _is_placeholder(fn)):
         name = getattr(fn, "__name__", "")

@@ -31,29 +31,43 @@ def _band(n: int, keep) -> np.ndarray:
 def _window_variants(n: int, w: int, causal: bool) -> dict[str, np.ndarray]:
     past = (lambda i, j: j <= i) if causal else (lambda i, j: np.ones_like(i, dtype=bool))
     return {
-        "you used |i − j| < window; the window includes the keys exactly `window` positions away (<=)":
-            _band(n, lambda i, j: (np.abs(i - j) < w) & past(i, j)),
+        "you used |i − j| < window; the window includes the keys exactly `window` positions away (<=)": _band(
+            n, lambda i, j: (np.abs(i - j) < w) & past(i, j)
+        ),
         "you treated `window` as the total width of the band; it is the number of positions on *each* side "
-        "(2·window + 1 keys in all)":
-            _band(n, lambda i, j: (np.abs(i - j) <= w // 2) & past(i, j)),
-        "your band is one-sided (only the past) although causal is False":
-            _band(n, lambda i, j: (i - j >= 0) & (i - j <= w)),
-        "you forgot the causal part: with causal=True, key j > i (the future) must be masked":
-            _band(n, lambda i, j: np.abs(i - j) <= w),
-        "you masked the past instead of the future: True means *may attend*, and a causal query sees j <= i":
-            _band(n, lambda i, j: (np.abs(i - j) <= w) & (j >= i)),
-        "you inverted the mask: in lib True means *may attend* (inside the band), False means masked":
-            ~sliding_window_mask(n, w, causal=causal).numpy(),
+        "(2·window + 1 keys in all)": _band(n, lambda i, j: (np.abs(i - j) <= w // 2) & past(i, j)),
+        "your band is one-sided (only the past) although causal is False": _band(
+            n, lambda i, j: (i - j >= 0) & (i - j <= w)
+        ),
+        "you forgot the causal part: with causal=True, key j > i (the future) must be masked": _band(
+            n, lambda i, j: np.abs(i - j) <= w
+        ),
+        "you masked the past instead of the future: True means *may attend*, and a causal query sees j <= i": _band(
+            n, lambda i, j: (np.abs(i - j) <= w) & (j >= i)
+        ),
+        (
+            "you inverted the mask: in lib True means *may attend* (inside the band), False means masked"
+        ): ~sliding_window_mask(n, w, causal=causal).numpy(),
     }
 
 
-@exercise("ea_window_mask", chapter=_CHAPTER,
-          summary="window_mask(seq_len, window, causal): the (n, n) bool mask of sliding-window attention")
+@exercise(
+    "ea_window_mask",
+    chapter=_CHAPTER,
+    summary="window_mask(seq_len, window, causal): the (n, n) bool mask of sliding-window attention",
+)
 def _check_window_mask(answer: Any) -> str | None:
     """``answer(seq_len, window, causal)`` must equal lib's sliding_window_mask (True = may attend)."""
     _require_callable(answer, "window_mask(seq_len, window, causal)")
-    for n, w, causal in [(8, 3, False), (6, 1, False), (8, 2, True), (5, 1, True), (4, 10, False), (1, 3, False),
-                         (9, 4, False)]:
+    for n, w, causal in [
+        (8, 3, False),
+        (6, 1, False),
+        (8, 2, True),
+        (5, 1, True),
+        (4, 10, False),
+        (1, 3, False),
+        (9, 4, False),
+    ]:
         expected = sliding_window_mask(n, w, causal=causal).numpy()
         raw = _call(answer, n, w, causal)
         got = _as_array(raw, f"window_mask({n}, {w}, {causal})")
@@ -64,11 +78,14 @@ def _check_window_mask(answer: Any) -> str | None:
             raise AssertionError(f"{where} holds values other than True/False: {_fmt(got[0])}")
         got = got.astype(bool)
         if not np.array_equal(got, expected):
-            hint = _diagnose(got.astype(float), {k: v.astype(float) for k, v in _window_variants(n, w, causal).items()},
-                             atol=0.0)
+            hint = _diagnose(
+                got.astype(float), {k: v.astype(float) for k, v in _window_variants(n, w, causal).items()}, atol=0.0
+            )
             bad = int(np.argmax((got != expected).any(axis=1)))
-            raise AssertionError(f"{where}: your row {bad} is {got[bad].astype(int).tolist()}; expected "
-                                 f"{expected[bad].astype(int).tolist()}.{hint}")
+            raise AssertionError(
+                f"{where}: your row {bad} is {got[bad].astype(int).tolist()}; expected "
+                f"{expected[bad].astype(int).tolist()}.{hint}"
+            )
     return "Each row has at most 2·window + 1 True entries (window + 1 when causal): O(n·w) pairs, not n²."
 
 
@@ -87,8 +104,11 @@ def _reach(n: int, w: int, layers: int) -> int:
     return int((i - j).abs().max())
 
 
-@exercise("ea_receptive_field", chapter=_CHAPTER,
-          summary="receptive_field(seq_len, window, layers): farthest distance information travels through the layers")
+@exercise(
+    "ea_receptive_field",
+    chapter=_CHAPTER,
+    summary="receptive_field(seq_len, window, layers): farthest distance information travels through the layers",
+)
 def _check_receptive_field(answer: Any) -> str | None:
     """``answer(seq_len, window, layers)`` = the largest |i − j| such that token j can affect token i's output."""
     _require_callable(answer, "receptive_field(seq_len, window, layers)")
@@ -98,22 +118,36 @@ def _check_receptive_field(answer: Any) -> str | None:
         if value == expected:
             continue
         wrong = [
-            ("you multiplied the window by itself; the reaches add up: each layer moves information at most "
-             "`window` positions further", w ** layers),
-            ("you counted the positions of the band (2·window + 1 per layer); the question is the distance "
-             "|i − j|", layers * (2 * w + 1)),
-            ("you counted both sides (2·window per layer); the distance |i − j| grows by `window` per layer",
-             2 * w * layers),
+            (
+                "you multiplied the window by itself; the reaches add up: each layer moves information at most "
+                "`window` positions further",
+                w**layers,
+            ),
+            (
+                "you counted the positions of the band (2·window + 1 per layer); the question is the distance |i − j|",
+                layers * (2 * w + 1),
+            ),
+            (
+                "you counted both sides (2·window per layer); the distance |i − j| grows by `window` per layer",
+                2 * w * layers,
+            ),
             ("you counted the token itself (+1); the distance from a token to itself is 0", layers * w + 1),
             ("you forgot that the sequence ends: no distance exceeds seq_len − 1", layers * w),
         ]
         why = next((m for m, v in wrong if v == value), None)
-        hint = f" It looks like {why}." if why else (
-            " Hint: after one layer token i has seen tokens i − w … i + w; in the next layer each of those has "
-            "seen w further.")
+        hint = (
+            f" It looks like {why}."
+            if why
+            else (
+                " Hint: after one layer token i has seen tokens i − w … i + w; in the next layer each of those has "
+                "seen w further."
+            )
+        )
         raise AssertionError(f"receptive_field({n}, {w}, {layers}) is {value:g}; expected {expected}.{hint}")
-    return ("Longformer's argument: l layers of window w see l·w tokens each way, so stacking restores long range "
-            "while each layer stays O(n·w).")
+    return (
+        "Longformer's argument: l layers of window w see l·w tokens each way, so stacking restores long range "
+        "while each layer stays O(n·w)."
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -128,14 +162,13 @@ def _identity(x: torch.Tensor) -> torch.Tensor:
 def _linear_variants(fq: np.ndarray, fk: np.ndarray, v: np.ndarray) -> dict[str, np.ndarray]:
     kv = fk.T @ v
     return {
-        "you forgot the denominator: divide each row by φ(q_i)·(φ(K)ᵀ1), the sum of its kernel weights":
-            fq @ kv,
+        "you forgot the denominator: divide each row by φ(q_i)·(φ(K)ᵀ1), the sum of its kernel weights": fq @ kv,
         "you divided by the sum over *all* queries and keys (one number); each query i has its own "
-            "denominator φ(q_i)·Σ_j φ(k_j)": fq @ kv / (fq @ fk.sum(0)).sum(),
+        "denominator φ(q_i)·Σ_j φ(k_j)": fq @ kv / (fq @ fk.sum(0)).sum(),
         "you divided by Σ_j φ(k_j) elementwise per feature; the denominator is a dot product, "
-            "φ(q_i)·Σ_j φ(k_j), one number per query": (fq / fk.sum(0)) @ kv,
+        "φ(q_i)·Σ_j φ(k_j), one number per query": (fq / fk.sum(0)) @ kv,
         "you applied a softmax; linear attention replaces exp(q·k) by the kernel φ(q)·φ(k), then only "
-            "normalises": _softmax(fq @ fk.T) @ v,
+        "normalises": _softmax(fq @ fk.T) @ v,
     }
 
 
@@ -144,8 +177,11 @@ def _softmax(s: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
-@exercise("ea_linear_attention", chapter=_CHAPTER,
-          summary="linear_attention_head(phi_q, phi_k, v): φ(Q)(φ(K)ᵀV) / φ(Q)(φ(K)ᵀ1) without any n × n matrix")
+@exercise(
+    "ea_linear_attention",
+    chapter=_CHAPTER,
+    summary="linear_attention_head(phi_q, phi_k, v): φ(Q)(φ(K)ᵀV) / φ(Q)(φ(K)ᵀ1) without any n × n matrix",
+)
 def _check_linear_attention(answer: Any) -> str | None:
     """Values against lib's quadratic form; then the peak tensor memory at n = 2048 must stay far below n²."""
     _require_callable(answer, "linear_attention_head(phi_q, phi_k, v)")
@@ -174,9 +210,12 @@ def _check_linear_attention(answer: Any) -> str | None:
             f"the values are right, but at n = {n} your function held {peak / 2**20:.1f} MiB of tensors at once, "
             f"as much as an n × n matrix ({square / 2**20:.0f} MiB): it computed φ(Q) φ(K)ᵀ. That is seed 002's "
             "order for the denominator, φ(Q)φ(K)ᵀ1, and it is O(n²); compute φ(K)ᵀ1 (a vector of m numbers) "
-            "first, then φ(Q)(φ(K)ᵀ1)")
-    return (f"At n = {n} your function held {peak / 2**10:.0f} KiB at its peak; one n × n matrix would be "
-            f"{square / 2**20:.0f} MiB.")
+            "first, then φ(Q)(φ(K)ᵀ1)"
+        )
+    return (
+        f"At n = {n} your function held {peak / 2**10:.0f} KiB at its peak; one n × n matrix would be "
+        f"{square / 2**20:.0f} MiB."
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -189,18 +228,22 @@ def _feature_variants(x: np.ndarray, w: np.ndarray) -> dict[str, np.ndarray]:
     wx = x @ w.T
     sq = (x * x).sum(-1, keepdims=True)
     return {
-        "you forgot the − ‖x‖²/2 in the exponent: without it φ(x)·φ(y) estimates exp(xᵀy + ‖x‖²/2 + ‖y‖²/2)":
-            np.exp(wx) / math.sqrt(m),
-        "you forgot to divide by √m (with it, φ(x)·φ(y) averages the m products instead of summing them)":
-            np.exp(wx - sq / 2),
+        "you forgot the − ‖x‖²/2 in the exponent: without it φ(x)·φ(y) estimates exp(xᵀy + ‖x‖²/2 + ‖y‖²/2)": np.exp(wx)
+        / math.sqrt(m),
+        "you forgot to divide by √m (with it, φ(x)·φ(y) averages the m products instead of summing them)": np.exp(
+            wx - sq / 2
+        ),
         "you divided by m; it is √m, because both φ(x) and φ(y) carry the factor": np.exp(wx - sq / 2) / m,
         "you subtracted ‖x‖² instead of ‖x‖²/2": np.exp(wx - sq) / math.sqrt(m),
         "you subtracted ‖x‖/2, not ‖x‖²/2 (the squared length)": np.exp(wx - np.sqrt(sq) / 2) / math.sqrt(m),
     }
 
 
-@exercise("ea_performer_features", chapter=_CHAPTER,
-          summary="positive_features(x, w): FAVOR+ features exp(W x − ‖x‖²/2) / √m of the rows of x")
+@exercise(
+    "ea_performer_features",
+    chapter=_CHAPTER,
+    summary="positive_features(x, w): FAVOR+ features exp(W x − ‖x‖²/2) / √m of the rows of x",
+)
 def _check_performer_features(answer: Any) -> str | None:
     """``answer(x, w)`` with x ``(n, d)`` and w ``(m, d)`` must equal lib's performer_features."""
     _require_callable(answer, "positive_features(x, w)")
@@ -212,13 +255,17 @@ def _check_performer_features(answer: Any) -> str | None:
         got = _as_array(_call(answer, x.clone(), w.clone()), "positive_features(x, w)")
         where = f"for x of shape {tuple(x.shape)} and w of shape {tuple(w.shape)}"
         if got.shape != expected.shape:
-            raise AssertionError(f"{where} your features have shape {got.shape}; expected (n, m) = "
-                                 f"{expected.shape}: one feature per row ω_r of w, so the product is x @ w.T")
+            raise AssertionError(
+                f"{where} your features have shape {got.shape}; expected (n, m) = "
+                f"{expected.shape}: one feature per row ω_r of w, so the product is x @ w.T"
+            )
         if not np.allclose(got, expected, rtol=1e-6, atol=1e-12):
             if (got < 0).any():
-                raise AssertionError(f"{where} some of your features are negative ({_fmt(got[0])}): FAVOR+ features "
-                                     "are exponentials, always positive — that is what keeps the denominators safe "
-                                     "(sin/cos features are not).")
+                raise AssertionError(
+                    f"{where} some of your features are negative ({_fmt(got[0])}): FAVOR+ features "
+                    "are exponentials, always positive — that is what keeps the denominators safe "
+                    "(sin/cos features are not)."
+                )
             hint = _diagnose(got, _feature_variants(x.numpy(), w.numpy()), atol=1e-12)
             raise AssertionError(f"{where} your row 0 is {_fmt(got[0])}; expected {_fmt(expected[0])}.{hint}")
     return "φ(x)·φ(y) is now an unbiased estimate of exp(xᵀy), and every feature is positive."

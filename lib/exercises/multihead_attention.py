@@ -28,16 +28,24 @@ def _split_heads_variants(x: torch.Tensor, num_heads: int) -> dict[str, np.ndarr
     d_k = d_model // num_heads
     return {
         "you reshaped straight to (batch, heads, seq, d_k), which mixes features of different tokens into "
-        "one head; split the last axis into (heads, d_k) first, then transpose(1, 2)":
-            x.reshape(batch, num_heads, seq, d_k).double().numpy(),
+        "one head; split the last axis into (heads, d_k) first, then transpose(1, 2)": x.reshape(
+            batch, num_heads, seq, d_k
+        )
+        .double()
+        .numpy(),
         "your heads take every h-th feature (interleaved); head i must own the contiguous block of features "
-        "i·d_k … (i+1)·d_k − 1, as in Concat(head_1, …, head_h)":
-            x.reshape(batch, seq, d_k, num_heads).permute(0, 3, 1, 2).double().numpy(),
+        "i·d_k … (i+1)·d_k − 1, as in Concat(head_1, …, head_h)": x.reshape(batch, seq, d_k, num_heads)
+        .permute(0, 3, 1, 2)
+        .double()
+        .numpy(),
     }
 
 
-@exercise("mha_split_heads", chapter=_CHAPTER,
-          summary="split_heads(x, num_heads): (batch, seq, d_model) → (batch, heads, seq, d_k)")
+@exercise(
+    "mha_split_heads",
+    chapter=_CHAPTER,
+    summary="split_heads(x, num_heads): (batch, seq, d_model) → (batch, heads, seq, d_k)",
+)
 def _check_split_heads(answer: Any) -> str | None:
     """``answer(x, num_heads)`` must equal :meth:`MultiHeadAttention.split_heads`."""
     _require_callable(answer, "split_heads(x, num_heads)")
@@ -51,8 +59,10 @@ def _check_split_heads(answer: Any) -> str | None:
         if got.shape != expected.shape:
             hint = ""
             if got.shape == (batch, seq, heads, d_k):
-                hint = (" That is (batch, seq, heads, d_k): you split the features but forgot to "
-                        "transpose(1, 2) to put the heads before the positions.")
+                hint = (
+                    " That is (batch, seq, heads, d_k): you split the features but forgot to "
+                    "transpose(1, 2) to put the heads before the positions."
+                )
             raise AssertionError(
                 f"{where} your result has shape {got.shape}; expected (batch, heads, seq, d_k) = "
                 f"{expected.shape}.{hint}"
@@ -60,11 +70,12 @@ def _check_split_heads(answer: Any) -> str | None:
         if not np.allclose(got, expected, atol=1e-6, rtol=0.0):
             hint = _diagnose(got, _split_heads_variants(x, heads), atol=1e-6)
             raise AssertionError(
-                f"{where} your head 0, position 0 is {_fmt(got[0, 0, 0])}; expected "
-                f"{_fmt(expected[0, 0, 0])}.{hint}"
+                f"{where} your head 0, position 0 is {_fmt(got[0, 0, 0])}; expected {_fmt(expected[0, 0, 0])}.{hint}"
             )
-    return ("Head i sees the features i·d_k … (i+1)·d_k − 1 of every token: the columns of W_i^Q inside "
-            "the one d_model × d_model projection.")
+    return (
+        "Head i sees the features i·d_k … (i+1)·d_k − 1 of every token: the columns of W_i^Q inside "
+        "the one d_model × d_model projection."
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -72,8 +83,11 @@ def _check_split_heads(answer: Any) -> str | None:
 # --------------------------------------------------------------------------------------------
 
 
-@exercise("mha_d_k", chapter=_CHAPTER,
-          summary="d_k(d_model, num_heads): features per head; ValueError when num_heads does not divide d_model")
+@exercise(
+    "mha_d_k",
+    chapter=_CHAPTER,
+    summary="d_k(d_model, num_heads): features per head; ValueError when num_heads does not divide d_model",
+)
 def _check_d_k(answer: Any) -> str | None:
     """``answer(d_model, num_heads)`` must return d_model / num_heads and raise ValueError if not whole."""
     _require_callable(answer, "d_k(d_model, num_heads)")
@@ -84,14 +98,16 @@ def _check_d_k(answer: Any) -> str | None:
     expected = [MultiHeadAttention(d, h).d_k for d, h in configs]
     if values != expected:
         wrong = [
-            ("you divided by h twice (d_model / h²); seed 001 prints d_k = 8 for d_model = 512, h = 8, "
-             "but it is 512 / 8 = 64", lambda d, h: d / h**2),
+            (
+                "you divided by h twice (d_model / h²); seed 001 prints d_k = 8 for d_model = 512, h = 8, "
+                "but it is 512 / 8 = 64",
+                lambda d, h: d / h**2,
+            ),
             ("that is the number of heads h, not the features per head", lambda d, h: float(h)),
             ("you multiplied; each head gets d_model / h features", lambda d, h: float(d * h)),
             ("that is d_model, the width of all heads together", lambda d, h: float(d)),
         ]
-        why = next((w for w, f in wrong if all(math.isclose(v, f(d, h)) for v, (d, h) in zip(values, configs))),
-                   None)
+        why = next((w for w, f in wrong if all(math.isclose(v, f(d, h)) for v, (d, h) in zip(values, configs))), None)
         i = next(i for i, (v, e) in enumerate(zip(values, expected)) if v != e)
         d, h = configs[i]
         hint = f" It looks like {why}." if why else ""
@@ -118,8 +134,11 @@ def _check_d_k(answer: Any) -> str | None:
 # --------------------------------------------------------------------------------------------
 
 
-@exercise("mha_num_parameters", chapter=_CHAPTER,
-          summary="num_parameters(d_model, num_heads, bias): parameters of one multi-head attention layer")
+@exercise(
+    "mha_num_parameters",
+    chapter=_CHAPTER,
+    summary="num_parameters(d_model, num_heads, bias): parameters of one multi-head attention layer",
+)
 def _check_num_parameters(answer: Any) -> str | None:
     """``answer(d_model, num_heads, bias)`` must equal the parameter count of lib's MultiHeadAttention."""
     _require_callable(answer, "num_parameters(d_model, num_heads, bias)")
@@ -127,14 +146,19 @@ def _check_num_parameters(answer: Any) -> str | None:
     values = [_as_number(_call(answer, d, h, b), f"num_parameters({d}, {h}, {b})") for d, h, b in configs]
     expected = [sum(p.numel() for p in MultiHeadAttention(d, h, bias=b).parameters()) for d, h, b in configs]
     if values == expected:
-        return ("4·d_model² + 4·d_model (1,050,624 for d_model = 512), whatever the number of heads: "
-                "more heads means narrower heads, not more weights.")
+        return (
+            "4·d_model² + 4·d_model (1,050,624 for d_model = 512), whatever the number of heads: "
+            "more heads means narrower heads, not more weights."
+        )
     wrong = [
         ("you forgot the biases (one vector of d_model per projection)", lambda d, h, b: 4 * d * d),
         ("you counted biases even when bias=False", lambda d, h, b: 4 * d * d + 4 * d),
         ("you forgot the output projection W^O", lambda d, h, b: 3 * d * d + 3 * d * b),
-        ("you gave every head full d_model × d_model matrices; head i's W_i^Q is d_model × d_k, and the h of "
-         "them side by side make one d_model × d_model matrix", lambda d, h, b: h * (4 * d * d + 4 * d * b)),
+        (
+            "you gave every head full d_model × d_model matrices; head i's W_i^Q is d_model × d_k, and the h of "
+            "them side by side make one d_model × d_model matrix",
+            lambda d, h, b: h * (4 * d * d + 4 * d * b),
+        ),
         ("you counted one head only", lambda d, h, b: 4 * d * (d // h) + 4 * (d // h) * b),
     ]
     why = next((w for w, f in wrong if all(v == f(*c) for v, c in zip(values, configs))), None)
@@ -174,37 +198,45 @@ def _mha_variants(x, w_q, w_k, w_v, w_o, heads) -> dict[str, np.ndarray]:
     return {
         "you forgot to divide the scores by √d_k": (per_head(1.0) @ w_o).numpy(),
         "you divided by √d_model; each head's scores use its own d_k = d_model / h": (
-            per_head(math.sqrt(d_model)) @ w_o).numpy(),
+            per_head(math.sqrt(d_model)) @ w_o
+        ).numpy(),
         "you applied the softmax over the queries; each query's row (the last axis, the keys) must sum to 1": (
-            per_head(math.sqrt(d_k), softmax_dim=-2) @ w_o).numpy(),
+            per_head(math.sqrt(d_k), softmax_dim=-2) @ w_o
+        ).numpy(),
         "you forgot the output projection W^O": per_head(math.sqrt(d_k)).numpy(),
         "you computed one head over all d_model features; split Q, K and V into h heads first": one_head.numpy(),
     }
 
 
-@exercise("mha_einsum", chapter=_CHAPTER,
-          summary="multihead(x, w_q, w_k, w_v, w_o, num_heads): multi-head self-attention with torch.einsum")
+@exercise(
+    "mha_einsum",
+    chapter=_CHAPTER,
+    summary="multihead(x, w_q, w_k, w_v, w_o, num_heads): multi-head self-attention with torch.einsum",
+)
 def _check_mha_einsum(answer: Any) -> str | None:
     """``answer(x (seq, d_model), w_q, w_k, w_v, w_o (d_model, d_model), num_heads)`` → (seq, d_model)."""
     _require_callable(answer, "multihead(x, w_q, w_k, w_v, w_o, num_heads)")
     gen = torch.Generator().manual_seed(1)
     for seq, d_model, heads in [(3, 8, 2), (5, 16, 4), (4, 12, 3), (6, 8, 1), (2, 8, 8)]:
         x = torch.randn(seq, d_model, generator=gen, dtype=torch.float64)
-        ws = [torch.randn(d_model, d_model, generator=gen, dtype=torch.float64) / math.sqrt(d_model)
-              for _ in range(4)]
+        ws = [torch.randn(d_model, d_model, generator=gen, dtype=torch.float64) / math.sqrt(d_model) for _ in range(4)]
         expected = _mha_reference(x, *ws, heads).numpy()
-        got = _as_array(_call(answer, x.clone(), *[w.clone() for w in ws], heads),
-                        f"multihead(x of shape {(seq, d_model)}, ..., {heads})")
+        got = _as_array(
+            _call(answer, x.clone(), *[w.clone() for w in ws], heads),
+            f"multihead(x of shape {(seq, d_model)}, ..., {heads})",
+        )
         where = f"for seq={seq}, d_model={d_model}, num_heads={heads}"
         if got.shape != expected.shape:
-            raise AssertionError(f"{where} your output has shape {got.shape}; expected (seq, d_model) = "
-                                 f"{expected.shape}")
+            raise AssertionError(
+                f"{where} your output has shape {got.shape}; expected (seq, d_model) = {expected.shape}"
+            )
         if not np.allclose(got, expected, atol=1e-5, rtol=1e-5):
             variants = _mha_variants(x, *ws, heads)
             if heads == 1:  # one head: a missing split is not a mistake there
-                variants.pop("you computed one head over all d_model features; split Q, K and V into h heads "
-                             "first")
+                variants.pop("you computed one head over all d_model features; split Q, K and V into h heads first")
             hint = _diagnose(got, variants, atol=1e-5)
             raise AssertionError(f"{where} your row 0 is {_fmt(got[0])}; expected {_fmt(expected[0])}.{hint}")
-    return ("Your einsum version equals lib's MultiHeadAttention: the concatenation followed by W^O is a sum "
-            "over heads of head_i · W^O_i.")
+    return (
+        "Your einsum version equals lib's MultiHeadAttention: the concatenation followed by W^O is a sum "
+        "over heads of head_i · W^O_i."
+    )

@@ -30,27 +30,33 @@ def _pe_row_variants(pos: int, d_model: int) -> dict[str, np.ndarray]:
     ang = pos / 10000.0 ** (two_i / d_model)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         return {
-            "you swapped sin and cos (even columns 2i take the sin, odd columns 2i+1 the cos)":
-                np.where(even, np.cos(ang), np.sin(ang)),
+            "you swapped sin and cos (even columns 2i take the sin, odd columns 2i+1 the cos)": np.where(
+                even, np.cos(ang), np.sin(ang)
+            ),
             "you used i instead of 2i in the exponent: it is 10000^(2i/d_model), "
-            "where i counts the (sin, cos) pairs":
-                np.where(even, np.sin(pos / 10000.0 ** (i / d_model)), np.cos(pos / 10000.0 ** (i / d_model))),
+            "where i counts the (sin, cos) pairs": np.where(
+                even, np.sin(pos / 10000.0 ** (i / d_model)), np.cos(pos / 10000.0 ** (i / d_model))
+            ),
             "the cos column 2i+1 used its own index in the exponent; it must share the frequency "
-            "of its sin partner: 10000^(2i/d_model) for both":
-                np.where(even, np.sin(pos / 10000.0 ** (j / d_model)), np.cos(pos / 10000.0 ** (j / d_model))),
-            "you used i as the exponent; it is 2i/d_model, i.e. 10000^(2i/d_model)":
-                np.where(even, np.sin(pos / 10000.0 ** i), np.cos(pos / 10000.0 ** i)),
-            "you forgot to divide the exponent by d_model: it is 10000^(2i/d_model)":
-                np.where(even, np.sin(pos / 10000.0 ** two_i), np.cos(pos / 10000.0 ** two_i)),
-            "you multiplied pos by 10000^(2i/d_model); divide instead":
-                np.where(even, np.sin(pos * 10000.0 ** (two_i / d_model)), np.cos(pos * 10000.0 ** (two_i / d_model))),
-            "you used sin in every column; odd columns 2i+1 take the cos":
-                np.sin(ang),
+            "of its sin partner: 10000^(2i/d_model) for both": np.where(
+                even, np.sin(pos / 10000.0 ** (j / d_model)), np.cos(pos / 10000.0 ** (j / d_model))
+            ),
+            "you used i as the exponent; it is 2i/d_model, i.e. 10000^(2i/d_model)": np.where(
+                even, np.sin(pos / 10000.0**i), np.cos(pos / 10000.0**i)
+            ),
+            "you forgot to divide the exponent by d_model: it is 10000^(2i/d_model)": np.where(
+                even, np.sin(pos / 10000.0**two_i), np.cos(pos / 10000.0**two_i)
+            ),
+            "you multiplied pos by 10000^(2i/d_model); divide instead": np.where(
+                even, np.sin(pos * 10000.0 ** (two_i / d_model)), np.cos(pos * 10000.0 ** (two_i / d_model))
+            ),
+            "you used sin in every column; odd columns 2i+1 take the cos": np.sin(ang),
         }
 
 
-@exercise("pe_row", chapter=_CHAPTER_PE,
-          summary="pe_row(pos, d_model): one row of the sinusoidal positional-encoding table")
+@exercise(
+    "pe_row", chapter=_CHAPTER_PE, summary="pe_row(pos, d_model): one row of the sinusoidal positional-encoding table"
+)
 def _check_pe_row(answer: Any) -> str | None:
     """``answer(pos, d_model)`` must return the d_model values PE(pos, 0 .. d_model-1)."""
     _require_callable(answer, "pe_row(pos, d_model)")
@@ -71,8 +77,11 @@ def _check_pe_row(answer: Any) -> str | None:
     return "Row 1 for d_model = 8 is seed 001's [0.84147, 0.54030, 0.09983, 0.99500, ...]."
 
 
-@exercise("pe_norm", chapter=_CHAPTER_PE,
-          summary="pe_norm(d_model): the length ||PE(pos)|| of a row, the same for every pos, without the table")
+@exercise(
+    "pe_norm",
+    chapter=_CHAPTER_PE,
+    summary="pe_norm(d_model): the length ||PE(pos)|| of a row, the same for every pos, without the table",
+)
 def _check_pe_norm(answer: Any) -> str | None:
     """``answer(d_model)`` must return ||PE(pos)||₂ = √(d_model / 2), measured on lib's table."""
     _require_callable(answer, "pe_norm(d_model)")
@@ -85,16 +94,21 @@ def _check_pe_norm(answer: Any) -> str | None:
         wrong = {
             d_model / 2: "that is the squared length ||PE||² = d_model/2; take the square root",
             math.sqrt(d_model): "that is √d_model, as if every dimension contributed 1; a (sin, cos) pair "
-                                "contributes sin² + cos² = 1 in total, and there are d_model/2 pairs",
+            "contributes sin² + cos² = 1 in total, and there are d_model/2 pairs",
             float(d_model): "that counts every dimension as 1 and forgets the square root",
             1.0: "a single (sin, cos) pair has length 1, but the row has d_model/2 pairs",
         }
         why = next((w for v, w in wrong.items() if math.isclose(value, v, rel_tol=1e-4)), None)
-        hint = f" It looks like {why}." if why else (
-            " Hint: add up PE(pos, j)² over the columns j pair by pair, using sin² + cos² = 1.")
+        hint = (
+            f" It looks like {why}."
+            if why
+            else (" Hint: add up PE(pos, j)² over the columns j pair by pair, using sin² + cos² = 1.")
+        )
         raise AssertionError(f"for d_model={d_model} your length is {value:g}; expected {expected:.5g}.{hint}")
-    return ("d_model/2 pairs, each with sin² + cos² = 1, give the length √(d_model/2) at every position "
-            "(16 for d_model = 512): PE turns as pos grows, it never gets longer.")
+    return (
+        "d_model/2 pairs, each with sin² + cos² = 1, give the length √(d_model/2) at every position "
+        "(16 for d_model = 512): PE turns as pos grows, it never gets longer."
+    )
 
 
 def _shift_matrix(k: int, d_model: int) -> np.ndarray:
@@ -103,21 +117,22 @@ def _shift_matrix(k: int, d_model: int) -> np.ndarray:
     for i in range(d_model // 2):
         a = k / 10000.0 ** (2 * i / d_model)
         c, s = math.cos(a), math.sin(a)
-        m[2 * i: 2 * i + 2, 2 * i: 2 * i + 2] = [[c, s], [-s, c]]
+        m[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = [[c, s], [-s, c]]
     return m
 
 
-@exercise("pe_shift_matrix", chapter=_CHAPTER_PE,
-          summary="shift_matrix(k, d_model): the matrix M_k with PE(pos + k) = M_k · PE(pos) for every pos")
+@exercise(
+    "pe_shift_matrix",
+    chapter=_CHAPTER_PE,
+    summary="shift_matrix(k, d_model): the matrix M_k with PE(pos + k) = M_k · PE(pos) for every pos",
+)
 def _check_pe_shift_matrix(answer: Any) -> str | None:
     """``answer(k, d_model)`` must return a (d_model, d_model) M_k that shifts every row of PE by k."""
     _require_callable(answer, "shift_matrix(k, d_model)")
     for k, d_model in [(1, 8), (3, 8), (0, 8), (5, 16), (-2, 8), (17, 32)]:
         m = _as_array(_call(answer, k, d_model), f"shift_matrix({k}, {d_model})")
         if m.shape != (d_model, d_model):
-            raise AssertionError(
-                f"shift_matrix({k}, {d_model}) has shape {m.shape}; expected ({d_model}, {d_model})"
-            )
+            raise AssertionError(f"shift_matrix({k}, {d_model}) has shape {m.shape}; expected ({d_model}, {d_model})")
         pe = sinusoidal_positional_encoding(300, d_model).double().numpy()  # (300, d_model)
         start = max(0, -k)
         pos = np.arange(start, 300 - max(k, 0))
@@ -130,16 +145,20 @@ def _check_pe_shift_matrix(answer: Any) -> str | None:
             if k != 0 and np.allclose(m, np.eye(d_model), atol=1e-4):
                 hint = " Your matrix is the identity, which is M_0; M_k must move PE by k positions."
             elif k != 0 and np.allclose(m, _shift_matrix(-k, d_model), atol=1e-4):
-                hint = (" Your matrix shifts by -k (it is the transpose of M_k): check the signs of the "
-                        "sin terms; sin(a + b) = sin a cos b + cos a sin b.")
+                hint = (
+                    " Your matrix shifts by -k (it is the transpose of M_k): check the signs of the "
+                    "sin terms; sin(a + b) = sin a cos b + cos a sin b."
+                )
             elif np.allclose(np.diag(m), np.diag(_shift_matrix(k, d_model)), atol=1e-4):
                 hint = " The diagonal (the cos terms) is right; look at the sin terms beside it."
             raise AssertionError(
                 f"for k={k}, d_model={d_model}: M_k · PE({p}) = {_fmt(shifted[first])}; "
                 f"expected PE({p + k}) = {_fmt(pe[p + k])}.{hint}"
             )
-    return ("M_k depends on the offset k only, never on pos: a rotation by the angle k·ω_i in each "
-            "(sin, cos) pair, so 'k positions later' is one fixed linear map.")
+    return (
+        "M_k depends on the offset k only, never on pos: a rotation by the angle k·ω_i in each "
+        "(sin, cos) pair, so 'k positions later' is one fixed linear map."
+    )
 
 
 def _encoder_input_variants(emb: torch.Tensor) -> dict[str, np.ndarray]:
@@ -156,8 +175,11 @@ def _encoder_input_variants(emb: torch.Tensor) -> dict[str, np.ndarray]:
     }
 
 
-@exercise("encoder_input", chapter=_CHAPTER_PE,
-          summary="encoder_input(emb): embeddings (batch, seq, d_model) scaled by √d_model plus PE")
+@exercise(
+    "encoder_input",
+    chapter=_CHAPTER_PE,
+    summary="encoder_input(emb): embeddings (batch, seq, d_model) scaled by √d_model plus PE",
+)
 def _check_encoder_input(answer: Any) -> str | None:
     """``answer(emb)`` must return emb·√d_model + PE[:seq], as the Transformer's embedding layer does."""
     _require_callable(answer, "encoder_input(emb)")
@@ -178,5 +200,7 @@ def _check_encoder_input(answer: Any) -> str | None:
                 f"for emb of shape {tuple(emb.shape)} your first row is {_fmt(got[0, 0])}; expected "
                 f"{_fmt(expected[0, 0])}.{hint}"
             )
-    return ("With embeddings initialised at std d_model^-0.5, the scaled embedding and PE both have "
-            "coordinates of order 1, so neither drowns the other.")
+    return (
+        "With embeddings initialised at std d_model^-0.5, the scaled embedding and PE both have "
+        "coordinates of order 1, so neither drowns the other."
+    )

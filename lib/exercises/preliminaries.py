@@ -1,7 +1,8 @@
 """Checkers of the chapter "Preliminaries" (registered in :data:`lib.exercises.EXERCISES` on import).
 
 The expected values come from numpy's matrix product and ``torch.softmax`` / ``torch.nn.functional.one_hot``
-in float64; the first input of each checker is seed 001's worked example.
+in float64; the first input of each checker is the worked example of the blog post "BERT on the left, GPT on
+the right" (天才在左 (BERT),疯子在右 (GPT)).
 """
 
 from __future__ import annotations
@@ -42,17 +43,20 @@ def _softmax64(z: Any) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-@exercise("matvec", chapter=_CHAPTER,
-          summary="matvec(W, x): the product W·x of an (m, n) matrix and an n-vector; ValueError if sizes differ")
+@exercise(
+    "matvec",
+    chapter=_CHAPTER,
+    summary="matvec(W, x): the product W·x of an (m, n) matrix and an n-vector; ValueError if sizes differ",
+)
 def _check_matvec(answer: Any) -> str | None:
     """``answer(W, x)`` (lists of floats) must return the m values of W·x and raise ValueError on a size mismatch."""
     _require_callable(answer, "matvec(W, x)")
     gen = np.random.default_rng(0)
     cases = [
-        (_SEED_W, _SEED_X1),                                   # seed 001: [0.82, 1.07]
-        ([[1.0, 2.0], [3.0, 4.0]], [1.0, -1.0]),               # square, not symmetric
+        (_SEED_W, _SEED_X1),  # seed 001: [0.82, 1.07]
+        ([[1.0, 2.0], [3.0, 4.0]], [1.0, -1.0]),  # square, not symmetric
         (gen.normal(size=(3, 5)).round(2).tolist(), gen.normal(size=5).round(2).tolist()),
-        ([[2.0, -1.0, 0.5]], [1.0, 2.0, 4.0]),                 # one row
+        ([[2.0, -1.0, 0.5]], [1.0, 2.0, 4.0]),  # one row
     ]
     for w, x in cases:
         expected = np.asarray(w) @ np.asarray(x)
@@ -62,8 +66,10 @@ def _check_matvec(answer: Any) -> str | None:
         if got.size != m:
             hint = ""
             if got.size == m * n:
-                hint = (" It looks like you multiplied element by element but did not add up each row: "
-                        "entry i is the sum over j of W[i][j]·x[j].")
+                hint = (
+                    " It looks like you multiplied element by element but did not add up each row: "
+                    "entry i is the sum over j of W[i][j]·x[j]."
+                )
             raise AssertionError(f"{where} your result has {got.size} values; expected {m}, one per row of W.{hint}")
         got = got.ravel()
         if not np.allclose(got, expected, atol=1e-9, rtol=1e-9):
@@ -106,14 +112,17 @@ def _softmax_variants(z: np.ndarray) -> dict[str, np.ndarray]:
         return {
             "you forgot to divide by the sum: the values must add up to 1": e,
             "you forgot the exponential: softmax divides exp(z_i) by the sum of exp(z_j)": z / z.sum(),
-            "you subtracted the minimum; subtract the maximum, so that the largest exponent is exp(0) = 1":
-                np.exp(z - z.min()) / np.exp(z - z.min()).sum(),
+            "you subtracted the minimum; subtract the maximum, so that the largest exponent is exp(0) = 1": np.exp(
+                z - z.min()
+            )
+            / np.exp(z - z.min()).sum(),
             "you divided exp(z_i) by the sum of the z_j; divide by the sum of the exp(z_j)": np.exp(z) / z.sum(),
         }
 
 
-def _check_probabilities(got: np.ndarray, expected: np.ndarray, where: str, z: np.ndarray,
-                         variants: dict[str, np.ndarray]) -> None:
+def _check_probabilities(
+    got: np.ndarray, expected: np.ndarray, where: str, z: np.ndarray, variants: dict[str, np.ndarray]
+) -> None:
     """AssertionError with a hint unless ``got`` equals ``expected`` (the softmax of ``z``)."""
     if got.shape != expected.shape:
         raise AssertionError(f"{where} your result has shape {got.shape}; expected {expected.shape}, one per score")
@@ -124,8 +133,7 @@ def _check_probabilities(got: np.ndarray, expected: np.ndarray, where: str, z: n
                     f"{where} your result is {_fmt(got)}; expected {_fmt(expected)}. It looks like {mistake}."
                 )
         if z.max() > 700:
-            why = (f"exp({z.max():g}) overflows to inf (the largest float64 is about exp(709.78)), and inf / inf "
-                   f"is nan")
+            why = f"exp({z.max():g}) overflows to inf (the largest float64 is about exp(709.78)), and inf / inf is nan"
         else:
             why = f"exp({z.max():g}) underflows to 0 for every score, and 0 / 0 is nan"
         raise AssertionError(
@@ -137,26 +145,31 @@ def _check_probabilities(got: np.ndarray, expected: np.ndarray, where: str, z: n
         raise AssertionError(f"{where} your result is {_fmt(got)}; expected {_fmt(expected)}.{hint}")
 
 
-@exercise("softmax_stable", chapter=_CHAPTER,
-          summary="softmax(z): a numerically stable softmax of a 1-D numpy array (survives z = [1000, 1001, 1002])")
+@exercise(
+    "softmax_stable",
+    chapter=_CHAPTER,
+    summary="softmax(z): a numerically stable softmax of a 1-D numpy array (survives z = [1000, 1001, 1002])",
+)
 def _check_softmax_stable(answer: Any) -> str | None:
     """``answer(z)`` must return softmax(z) for ordinary, huge, hugely negative and widely spread scores."""
     _require_callable(answer, "softmax(z)")
     cases = [
-        _SEED_Z,                        # seed 001: [0.28943, 0.39069, 0.31987]
-        [1000.0, 1001.0, 1002.0],       # exp overflows
-        [-1000.0, -1000.0, -1000.0],    # exp underflows: 0 / 0
-        [-1000.0, 0.0, 1000.0],         # subtracting the minimum overflows
-        [2.0, 2.0, 2.0, 2.0],           # uniform
-        [3.0],                          # one score: probability 1
+        _SEED_Z,  # seed 001: [0.28943, 0.39069, 0.31987]
+        [1000.0, 1001.0, 1002.0],  # exp overflows
+        [-1000.0, -1000.0, -1000.0],  # exp underflows: 0 / 0
+        [-1000.0, 0.0, 1000.0],  # subtracting the minimum overflows
+        [2.0, 2.0, 2.0, 2.0],  # uniform
+        [3.0],  # one score: probability 1
     ]
     for values in cases:
         z = np.array(values)
         expected = _softmax64(z)
         got = _as_array(_quiet_call(answer, z.copy()), f"softmax({values})").ravel()
         _check_probabilities(got, expected, f"for z = {values}", z, _softmax_variants(z))
-    return ("softmax([0.5, 0.8, 0.6]) = [0.28943, 0.39069, 0.31987] (seed 001), and "
-            "softmax([1000, 1001, 1002]) = softmax([-2, -1, 0]) = [0.09003, 0.24473, 0.66524].")
+    return (
+        "softmax([0.5, 0.8, 0.6]) = [0.28943, 0.39069, 0.31987] (seed 001), and "
+        "softmax([1000, 1001, 1002]) = softmax([-2, -1, 0]) = [0.09003, 0.24473, 0.66524]."
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -164,8 +177,11 @@ def _check_softmax_stable(answer: Any) -> str | None:
 # --------------------------------------------------------------------------------------------
 
 
-@exercise("softmax_temperature", chapter=_CHAPTER,
-          summary="softmax_t(z, T): softmax(z / T) of a 1-D numpy array, stable for small T")
+@exercise(
+    "softmax_temperature",
+    chapter=_CHAPTER,
+    summary="softmax_t(z, T): softmax(z / T) of a 1-D numpy array, stable for small T",
+)
 def _check_softmax_temperature(answer: Any) -> str | None:
     """``answer(z, T)`` must return softmax(z / T), also for a tiny T where z / T is huge."""
     _require_callable(answer, "softmax_t(z, T)")
@@ -176,13 +192,14 @@ def _check_softmax_temperature(answer: Any) -> str | None:
         variants = {
             "you multiplied the scores by T; divide them: softmax(z / T)": _softmax64(z * t),
             "your result does not depend on T: divide the scores by T before the softmax": _softmax64(z),
-            "you divided the probabilities by T after the softmax; divide the scores before it":
-                _softmax64(z) / t,
+            "you divided the probabilities by T after the softmax; divide the scores before it": _softmax64(z) / t,
         }
         variants.update(_softmax_variants(z / t))
         _check_probabilities(got, expected, f"for z = {_SEED_Z} and T = {t}", z / t, variants)
-    return ("T < 1 sharpens the distribution towards the argmax (T = 0.001 gives [0, 1, 0]); T > 1 flattens it "
-            "towards uniform. Dividing the scores by √d_k in attention is a temperature of √d_k.")
+    return (
+        "T < 1 sharpens the distribution towards the argmax (T = 0.001 gives [0, 1, 0]); T > 1 flattens it "
+        "towards uniform. Dividing the scores by √d_k in attention is a temperature of √d_k."
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -190,9 +207,11 @@ def _check_softmax_temperature(answer: Any) -> str | None:
 # --------------------------------------------------------------------------------------------
 
 
-@exercise("one_hot", chapter=_CHAPTER,
-          summary="one_hot(ids, vocab_size): the (len(ids), vocab_size) one-hot matrix; "
-                  "one_hot(ids) @ table == table[ids]")
+@exercise(
+    "one_hot",
+    chapter=_CHAPTER,
+    summary="one_hot(ids, vocab_size): the (len(ids), vocab_size) one-hot matrix; one_hot(ids) @ table == table[ids]",
+)
 def _check_one_hot(answer: Any) -> str | None:
     """``answer(ids, vocab_size)`` must return the one-hot rows of ``ids``; its product with a table picks rows."""
     _require_callable(answer, "one_hot(ids, vocab_size)")
@@ -205,8 +224,10 @@ def _check_one_hot(answer: Any) -> str | None:
         if got.shape != expected.shape:
             hint = ""
             if got.shape == expected.T.shape:
-                hint = (" That is the transpose: one row per token and one column per vocabulary entry, so "
-                        "that one_hot(ids) @ table (vocab_size, d_model) picks the tokens' rows.")
+                hint = (
+                    " That is the transpose: one row per token and one column per vocabulary entry, so "
+                    "that one_hot(ids) @ table (vocab_size, d_model) picks the tokens' rows."
+                )
             raise AssertionError(
                 f"{where} your matrix has shape {got.shape}; expected (len(ids), vocab_size) = {expected.shape}.{hint}"
             )
@@ -221,5 +242,6 @@ def _check_one_hot(answer: Any) -> str | None:
         table = torch.randn(vocab_size, 3, generator=gen, dtype=torch.float64).numpy()
         if not np.allclose(got @ table, table[ids]):  # guaranteed by the equality above; stated for the reader
             raise AssertionError(f"{where} one_hot(ids) @ table differs from table[ids]")
-    return ("one_hot(ids) @ table == table[ids]: nn.Embedding skips the multiplications by 0 and "
-            "reads the rows directly.")
+    return (
+        "one_hot(ids) @ table == table[ids]: nn.Embedding skips the multiplications by 0 and reads the rows directly."
+    )

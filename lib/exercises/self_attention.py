@@ -37,56 +37,72 @@ def _attention_variants(x_q, x_kv, w_q, w_k, w_v) -> dict[str, np.ndarray]:
     variants = {
         "you forgot to divide the scores by √d_k": _softmax(scores) @ v,
         "you divided the scores by d_k; the paper divides by √d_k": _softmax(scores / d_k) @ v,
-        "you divided by √d_model; the scale is √d_k, the width of a query/key":
-            _softmax(scores / math.sqrt(d_model)) @ v,
+        "you divided by √d_model; the scale is √d_k, the width of a query/key": (
+            _softmax(scores / math.sqrt(d_model)) @ v
+        ),
         "you took the softmax over the queries (axis 0, down the columns); each row — one query — must sum "
         "to 1 over the keys": _softmax(scores / math.sqrt(d_k), axis=0) @ v,
-        "you averaged x_kv instead of the values V = x_kv W^V: the weights must multiply V":
-            _softmax(scores / math.sqrt(d_k)) @ x_kv,
+        "you averaged x_kv instead of the values V = x_kv W^V: the weights must multiply V": (
+            _softmax(scores / math.sqrt(d_k)) @ x_kv
+        ),
         "you returned the attention weights; the output is the weights times V": _softmax(scores / math.sqrt(d_k)),
-        "you took the keys and values from x_q: that is self-attention of x_q; keys and values come from x_kv":
-            _softmax((q @ (x_q @ w_k).T) / math.sqrt(d_k)) @ (x_q @ w_v),
-        "you took the queries from x_kv; the queries come from x_q (one output row per query)":
-            _softmax(((x_kv @ w_q) @ k.T) / math.sqrt(d_k)) @ v,
+        "you took the keys and values from x_q: that is self-attention of x_q; keys and values come from x_kv": (
+            _softmax((q @ (x_q @ w_k).T) / math.sqrt(d_k)) @ (x_q @ w_v)
+        ),
+        "you took the queries from x_kv; the queries come from x_q (one output row per query)": (
+            _softmax(((x_kv @ w_q) @ k.T) / math.sqrt(d_k)) @ v
+        ),
     }
     if scores.shape[0] == scores.shape[1]:
-        variants["you computed K Qᵀ, the transposed score matrix: S[i, j] must compare query i with key j "
-                 "(Q Kᵀ)"] = _softmax(scores.T / math.sqrt(d_k)) @ v
+        variants["you computed K Qᵀ, the transposed score matrix: S[i, j] must compare query i with key j (Q Kᵀ)"] = (
+            _softmax(scores.T / math.sqrt(d_k)) @ v
+        )
     return variants
 
 
-@exercise("sa_cross_attention", chapter=_CHAPTER,
-          summary="attention(x_q, x_kv, w_q, w_k, w_v): queries from x_q, keys and values from x_kv; output (seq_q, d_v)")
+@exercise(
+    "sa_cross_attention",
+    chapter=_CHAPTER,
+    summary="attention(x_q, x_kv, w_q, w_k, w_v): queries from x_q, keys and values from x_kv; output (seq_q, d_v)",
+)
 def _check_cross_attention(answer: Any) -> str | None:
-    """``answer(x_q, x_kv, w_q, w_k, w_v)`` must equal lib's scaled_dot_product_attention(x_q W^Q, x_kv W^K, x_kv W^V)."""
+    """``answer(x_q, x_kv, w_q, w_k, w_v)`` must equal scaled_dot_product_attention(x_q W^Q, x_kv W^K, x_kv W^V)."""
     _require_callable(answer, "attention(x_q, x_kv, w_q, w_k, w_v)")
     rng = np.random.default_rng(0)
     # self-attention first (x_q = x_kv: the chapter's 4 tokens, d_model = d_k = d_v = 4), then two sequences
     # of different lengths with d_model, d_k and d_v all different, then a single query
-    for seq_q, seq_k, d_model, d_k, d_v, same in [(4, 4, 4, 4, 4, True), (5, 3, 6, 4, 3, False),
-                                                  (2, 7, 8, 2, 5, False), (1, 4, 3, 3, 3, False),
-                                                  (6, 6, 4, 8, 2, False)]:
+    for seq_q, seq_k, d_model, d_k, d_v, same in [
+        (4, 4, 4, 4, 4, True),
+        (5, 3, 6, 4, 3, False),
+        (2, 7, 8, 2, 5, False),
+        (1, 4, 3, 3, 3, False),
+        (6, 6, 4, 8, 2, False),
+    ]:
         x_q = rng.standard_normal((seq_q, d_model))
         x_kv = x_q.copy() if same else rng.standard_normal((seq_k, d_model))
         w_q, w_k, w_v = (rng.standard_normal((d_model, d)) / math.sqrt(d_model) for d in (d_k, d_k, d_v))
         q, k, v = (torch.from_numpy(x @ w) for x, w in ((x_q, w_q), (x_kv, w_k), (x_kv, w_v)))
         expected = scaled_dot_product_attention(q, k, v)[0].numpy()
-        got = _as_array(_call(answer, x_q.copy(), x_kv.copy(), w_q.copy(), w_k.copy(), w_v.copy()),
-                        "attention(x_q, x_kv, w_q, w_k, w_v)")
-        where = (f"for x_q of shape {x_q.shape}, x_kv of shape {x_kv.shape} (seq, d_model), d_k = {d_k}, "
-                 f"d_v = {d_v}")
+        got = _as_array(
+            _call(answer, x_q.copy(), x_kv.copy(), w_q.copy(), w_k.copy(), w_v.copy()),
+            "attention(x_q, x_kv, w_q, w_k, w_v)",
+        )
+        where = f"for x_q of shape {x_q.shape}, x_kv of shape {x_kv.shape} (seq, d_model), d_k = {d_k}, d_v = {d_v}"
         variants = _attention_variants(x_q, x_kv, w_q, w_k, w_v)
         if got.shape != expected.shape:
             hint = _diagnose(got, variants, atol=1e-6)
             if not hint and got.shape == (seq_q, seq_k):
                 hint = " That is (seq_q, seq_k), the shape of the weights: multiply them by V."
-            raise AssertionError(f"{where} your output has shape {got.shape}; expected (seq_q, d_v) = "
-                                 f"{expected.shape}.{hint}")
+            raise AssertionError(
+                f"{where} your output has shape {got.shape}; expected (seq_q, d_v) = {expected.shape}.{hint}"
+            )
         if not np.allclose(got, expected, atol=1e-6, rtol=1e-6):
             hint = _diagnose(got, variants, atol=1e-6)
             raise AssertionError(f"{where} your row 0 is {_fmt(got[0])}; expected {_fmt(expected[0])}.{hint}")
-    return ("Self-attention is the case x_q = x_kv; with x_q from the decoder and x_kv from the encoder it is "
-            "the Transformer's cross-attention.")
+    return (
+        "Self-attention is the case x_q = x_kv; with x_q from the decoder and x_kv from the encoder it is "
+        "the Transformer's cross-attention."
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -101,44 +117,51 @@ def _causal_variants(scores: np.ndarray) -> dict[str, np.ndarray]:
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         return {
             "you set the masked weights to 0 after the softmax without renormalising, so the rows no longer "
-            "sum to 1; mask the scores (with -inf) before the softmax":
-                np.where(lower, _softmax(scores), 0.0),
+            "sum to 1; mask the scores (with -inf) before the softmax": np.where(lower, _softmax(scores), 0.0),
             "you kept the future and masked the past: query i may attend to keys 0 … i (the lower triangle, "
-            "np.tril)":
-                _softmax(np.where(future_only, scores, -np.inf)),
+            "np.tril)": _softmax(np.where(future_only, scores, -np.inf)),
             "you replaced the masked scores by 0, but exp(0) = 1 still gives those keys weight; use -inf "
-            "(or seed 001's -1e10)":
-                _softmax(np.where(lower, scores, 0.0)),
-            "you forgot the mask: every query still sees the future":
-                _softmax(scores),
+            "(or seed 001's -1e10)": _softmax(np.where(lower, scores, 0.0)),
+            "you forgot the mask: every query still sees the future": _softmax(scores),
         }
 
 
-@exercise("sa_causal_weights", chapter=_CHAPTER,
-          summary="causal_weights(scores): softmax of an (n, n) score matrix under the causal mask")
+@exercise(
+    "sa_causal_weights",
+    chapter=_CHAPTER,
+    summary="causal_weights(scores): softmax of an (n, n) score matrix under the causal mask",
+)
 def _check_causal_weights(answer: Any) -> str | None:
     """``answer(scores)`` must equal lib's weights with causal_mask(n) (scores given already scaled)."""
     _require_callable(answer, "causal_weights(scores)")
     rng = np.random.default_rng(1)
-    cases = [rng.standard_normal((4, 4)), rng.standard_normal((1, 1)), 3 * rng.standard_normal((6, 6)),
-             rng.uniform(90.0, 110.0, size=(5, 5))]  # the last one overflows exp() unless the maximum is subtracted
+    cases = [
+        rng.standard_normal((4, 4)),
+        rng.standard_normal((1, 1)),
+        3 * rng.standard_normal((6, 6)),
+        rng.uniform(90.0, 110.0, size=(5, 5)),
+    ]  # the last one overflows exp() unless the maximum is subtracted
     for scores in cases:
         n = scores.shape[0]
         # lib computes softmax(q kᵀ / √d_k): with keys = the identity (d_k = n) and queries = scores · √n,
         # the scaled scores are exactly `scores`.
         eye = torch.eye(n, dtype=torch.float64)
-        expected = scaled_dot_product_attention(torch.from_numpy(scores) * math.sqrt(n), eye, eye,
-                                                mask=causal_mask(n))[1].numpy()
+        expected = scaled_dot_product_attention(torch.from_numpy(scores) * math.sqrt(n), eye, eye, mask=causal_mask(n))[
+            1
+        ].numpy()
         got = _as_array(_call(answer, scores.copy()), f"causal_weights(scores of shape {scores.shape})")
         where = f"for scores of shape {scores.shape}"
         if got.shape != expected.shape:
             raise AssertionError(f"{where} your weights have shape {got.shape}; expected {expected.shape}")
         if not np.all(np.isfinite(got)):
             row = int(np.argmax(~np.isfinite(got).all(axis=1)))
-            hint = (" exp() of scores near 100 overflows; subtract each row's maximum before exp() — the softmax "
-                    "does not change, and torch.softmax does this for you." if scores.max() > 80 else
-                    " A row with every key masked gives 0/0: row 0 must still see key 0 (a token may attend "
-                    "to itself), so the diagonal stays unmasked.")
+            hint = (
+                " exp() of scores near 100 overflows; subtract each row's maximum before exp() — the softmax "
+                "does not change, and torch.softmax does this for you."
+                if scores.max() > 80
+                else " A row with every key masked gives 0/0: row 0 must still see key 0 (a token may attend "
+                "to itself), so the diagonal stays unmasked."
+            )
             raise AssertionError(f"{where} your row {row} is {_fmt(got[row])}, not finite.{hint}")
         if not np.allclose(got, expected, atol=1e-6, rtol=0.0):
             hint = _diagnose(got, _causal_variants(scores), atol=1e-6)
@@ -154,13 +177,24 @@ def _check_causal_weights(answer: Any) -> str | None:
 # --------------------------------------------------------------------------------------------
 
 
-@exercise("sa_score_std", chapter=_CHAPTER,
-          summary="score_std(d_k, sigma_q, sigma_k, scaled): standard deviation of one score q·k (÷ √d_k if scaled)")
+@exercise(
+    "sa_score_std",
+    chapter=_CHAPTER,
+    summary="score_std(d_k, sigma_q, sigma_k, scaled): standard deviation of one score q·k (÷ √d_k if scaled)",
+)
 def _check_score_std(answer: Any) -> str | None:
     """``answer(d_k, sigma_q, sigma_k, scaled)`` must return σ_q σ_k √d_k, or σ_q σ_k when scaled."""
     _require_callable(answer, "score_std(d_k, sigma_q, sigma_k, scaled)")
-    cases = [(64, 1.0, 1.0, False), (64, 1.0, 1.0, True), (16, 2.0, 0.5, False), (16, 2.0, 0.5, True),
-             (512, 1.0, 1.0, False), (1, 3.0, 1.0, False), (100, 0.1, 0.2, True), (100, 0.1, 0.2, False)]
+    cases = [
+        (64, 1.0, 1.0, False),
+        (64, 1.0, 1.0, True),
+        (16, 2.0, 0.5, False),
+        (16, 2.0, 0.5, True),
+        (512, 1.0, 1.0, False),
+        (1, 3.0, 1.0, False),
+        (100, 0.1, 0.2, True),
+        (100, 0.1, 0.2, False),
+    ]
     for d_k, sq, sk, scaled in cases:
         expected = sq * sk * (1.0 if scaled else math.sqrt(d_k))
         value = _as_number(_call(answer, d_k, sq, sk, scaled), f"score_std({d_k}, {sq}, {sk}, {scaled})")
@@ -168,23 +202,35 @@ def _check_score_std(answer: Any) -> str | None:
             continue
         sqrt = math.sqrt(d_k)
         wrong = [
-            ("that is the variance; the standard deviation is its square root",
-             (sq * sk) ** 2 * (1.0 if scaled else d_k)),
-            ("you divided by d_k instead of √d_k: Var(q·k / c) = Var(q·k) / c², so c = √d_k brings it back to σ_q² σ_k²",
-             sq * sk / sqrt if scaled else None),
-            ("you ignored the scaling: divided by √d_k, the standard deviation no longer grows with d_k",
-             sq * sk * sqrt if scaled else None),
+            (
+                "that is the variance; the standard deviation is its square root",
+                (sq * sk) ** 2 * (1.0 if scaled else d_k),
+            ),
+            (
+                "you divided by d_k instead of √d_k: Var(q·k / c) = Var(q·k) / c², "
+                "so c = √d_k brings it back to σ_q² σ_k²",
+                sq * sk / sqrt if scaled else None,
+            ),
+            (
+                "you ignored the scaling: divided by √d_k, the standard deviation no longer grows with d_k",
+                sq * sk * sqrt if scaled else None,
+            ),
             ("you scaled although scaled is False", sq * sk if not scaled else None),
-            ("you left out σ_q and σ_k: each product q_i k_i has variance σ_q² σ_k²",
-             1.0 if scaled else sqrt),
-            ("you added σ_q and σ_k; the variances multiply: Var(q_i k_i) = σ_q² σ_k²",
-             (sq + sk) * (1.0 if scaled else sqrt)),
+            ("you left out σ_q and σ_k: each product q_i k_i has variance σ_q² σ_k²", 1.0 if scaled else sqrt),
+            (
+                "you added σ_q and σ_k; the variances multiply: Var(q_i k_i) = σ_q² σ_k²",
+                (sq + sk) * (1.0 if scaled else sqrt),
+            ),
         ]
         why = next((w for w, v in wrong if v is not None and math.isclose(value, v, rel_tol=1e-6)), None)
-        hint = f" It looks like {why}." if why else (
-            " Hint: q·k is a sum of d_k independent products q_i k_i, each with mean 0 and variance σ_q² σ_k².")
-        raise AssertionError(f"score_std({d_k}, {sq}, {sk}, scaled={scaled}) is {value:g}; "
-                             f"expected {expected:g}.{hint}")
+        hint = (
+            f" It looks like {why}."
+            if why
+            else (" Hint: q·k is a sum of d_k independent products q_i k_i, each with mean 0 and variance σ_q² σ_k².")
+        )
+        raise AssertionError(
+            f"score_std({d_k}, {sq}, {sk}, scaled={scaled}) is {value:g}; expected {expected:g}.{hint}"
+        )
     return "For d_k = 64 and unit variances: 8 without the scale, 1 with it — whatever d_k is."
 
 
@@ -197,13 +243,23 @@ def _max_n(memory: int, batch: int, heads: int, itemsize: int) -> int:
     return math.isqrt(memory // (batch * heads * itemsize))
 
 
-@exercise("sa_max_seq_len", chapter=_CHAPTER,
-          summary="max_seq_len(memory_bytes, batch, heads, bytes_per_element): longest n whose weights fit")
+@exercise(
+    "sa_max_seq_len",
+    chapter=_CHAPTER,
+    summary="max_seq_len(memory_bytes, batch, heads, bytes_per_element): longest n whose weights fit",
+)
 def _check_max_seq_len(answer: Any) -> str | None:
     """``answer(memory_bytes, batch, heads, bytes_per_element)`` = the largest n with batch·heads·n²·bytes ≤ memory."""
     _require_callable(answer, "max_seq_len(memory_bytes, batch, heads, bytes_per_element)")
-    cases = [(16 * 2**30, 1, 8, 4), (2**30, 1, 4, 4), (80 * 10**9, 4, 16, 2), (100, 1, 1, 4), (3, 1, 1, 4),
-             (2**20, 2, 2, 4), (10**6, 3, 5, 8)]
+    cases = [
+        (16 * 2**30, 1, 8, 4),
+        (2**30, 1, 4, 4),
+        (80 * 10**9, 4, 16, 2),
+        (100, 1, 1, 4),
+        (3, 1, 1, 4),
+        (2**20, 2, 2, 4),
+        (10**6, 3, 5, 8),
+    ]
     for memory, batch, heads, itemsize in cases:
         expected = _max_n(memory, batch, heads, itemsize)
         call = f"max_seq_len({memory}, {batch}, {heads}, {itemsize})"
@@ -214,18 +270,28 @@ def _check_max_seq_len(answer: Any) -> str | None:
             ("you forgot the heads: every head has its own n × n weights", _max_n(memory, batch, 1, itemsize)),
             ("you forgot the bytes per element (float32 = 4 bytes)", _max_n(memory, batch, heads, 1)),
             ("you forgot the batch: every sequence has its own weights", _max_n(memory, 1, heads, itemsize)),
-            ("that is the number of weights n², not the sequence length n; take the square root",
-             memory // (batch * heads * itemsize)),
-            ("you rounded up (or to the nearest integer): n must be rounded down so that the weights fit",
-             math.ceil(math.sqrt(memory / (batch * heads * itemsize)))),
+            (
+                "that is the number of weights n², not the sequence length n; take the square root",
+                memory // (batch * heads * itemsize),
+            ),
+            (
+                "you rounded up (or to the nearest integer): n must be rounded down so that the weights fit",
+                math.ceil(math.sqrt(memory / (batch * heads * itemsize))),
+            ),
         ]
         why = next((w for w, v in wrong if value == v), None)
         if why is None and not float(value).is_integer():
             why = "you returned a fraction; a sequence length is a whole number of tokens (round down)"
-        hint = f" It looks like {why}." if why else " Hint: solve batch · heads · n² · bytes_per_element ≤ memory_bytes for n."
+        hint = (
+            f" It looks like {why}."
+            if why
+            else " Hint: solve batch · heads · n² · bytes_per_element ≤ memory_bytes for n."
+        )
         raise AssertionError(f"{call} is {value:g}; expected {expected}.{hint}")
-    return ("A 16 GiB budget holds the float32 weights of 8 heads up to n = 23,170 tokens; lib's explicit path "
-            "also keeps the scaled scores, so its limit is about n / √2.")
+    return (
+        "A 16 GiB budget holds the float32 weights of 8 heads up to n = 23,170 tokens; lib's explicit path "
+        "also keeps the scaled scores, so its limit is about n / √2."
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -233,8 +299,11 @@ def _check_max_seq_len(answer: Any) -> str | None:
 # --------------------------------------------------------------------------------------------
 
 
-@exercise("sa_lookup_scale", chapter=_CHAPTER,
-          summary="lookup_scale(n, p): the smallest β for which a soft look-up puts weight p on the matching key")
+@exercise(
+    "sa_lookup_scale",
+    chapter=_CHAPTER,
+    summary="lookup_scale(n, p): the smallest β for which a soft look-up puts weight p on the matching key",
+)
 def _check_lookup_scale(answer: Any) -> str | None:
     """``answer(n, p)`` = ln(p (n − 1) / (1 − p)): the weight e^β / (e^β + n − 1) then equals p."""
     _require_callable(answer, "lookup_scale(n, p)")
@@ -245,17 +314,27 @@ def _check_lookup_scale(answer: Any) -> str | None:
             continue
         weight = math.exp(value) / (math.exp(value) + n - 1) if value < 700 else 1.0
         wrong = [
-            ("you counted the matching key among the others: there are n − 1 non-matching keys",
-             math.log(p * n / (1 - p))),
+            (
+                "you counted the matching key among the others: there are n − 1 non-matching keys",
+                math.log(p * n / (1 - p)),
+            ),
             ("you forgot the n − 1 other keys, each with weight e^0 = 1", math.log(p / (1 - p))),
-            ("you divided the scores by √d_k (with d_k = n); this exercise uses plain dot products β·(e_j · e_m)",
-             math.sqrt(n) * math.log(p * (n - 1) / (1 - p))),
-            ("you forgot the factor p: e^β / (e^β + n − 1) = p gives e^β = p (n − 1) / (1 − p)",
-             math.log((n - 1) / (1 - p))),
+            (
+                "you divided the scores by √d_k (with d_k = n); this exercise uses plain dot products β·(e_j · e_m)",
+                math.sqrt(n) * math.log(p * (n - 1) / (1 - p)),
+            ),
+            (
+                "you forgot the factor p: e^β / (e^β + n − 1) = p gives e^β = p (n − 1) / (1 − p)",
+                math.log((n - 1) / (1 - p)),
+            ),
         ]
         why = next((w for w, v in wrong if math.isclose(value, v, rel_tol=1e-6)), None)
         hint = f" It looks like {why}." if why else " Hint: solve e^β / (e^β + n − 1) = p for β."
-        raise AssertionError(f"lookup_scale({n}, {p}) is {value:.6g}, which gives the matching key weight "
-                             f"{weight:.6g}; expected β = {expected:.6g} (weight {p}).{hint}")
-    return ("β grows only like ln(n): a soft look-up over 1,000 keys needs β ≈ 13.8 for 99.9 % on the match, "
-            "and the larger β, the closer it comes to a hard dictionary look-up.")
+        raise AssertionError(
+            f"lookup_scale({n}, {p}) is {value:.6g}, which gives the matching key weight "
+            f"{weight:.6g}; expected β = {expected:.6g} (weight {p}).{hint}"
+        )
+    return (
+        "β grows only like ln(n): a soft look-up over 1,000 keys needs β ≈ 13.8 for 99.9 % on the match, "
+        "and the larger β, the closer it comes to a hard dictionary look-up."
+    )

@@ -1,8 +1,9 @@
 """Checkers of the chapter "The seq2seq bottleneck" (registered in :data:`lib.exercises.EXERCISES` on import).
 
 The expected values come from :meth:`lib.seq2seq.Seq2Seq.summary` (the fixed vector c read from padded
-encoder states), from the path-length formulas of the chapter (seed 003's encoder–decoder chain and seed
-000's equation with c at every step), and from ``math.log2`` (the information in a random sequence).
+encoder states), from the path-length formulas of the chapter (the encoder–decoder chain of the blog post
+"Everything is a mapping" (一切皆是映射) and the lecture notes' equation with c at every step), and from
+``math.log2`` (the information in a random sequence).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ _CHAPTER = "seq2seq_bottleneck"
 def _padded_states(lengths: list[int], width: int, d_hidden: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Random encoder states ``(batch, width, d_hidden)`` that are zero at padded positions, as lib's encoder gives."""
     gen = torch.Generator().manual_seed(seed)
-    mask = torch.arange(width)[None, :] < torch.tensor(lengths)[:, None]          # (batch, width), True = real token
+    mask = torch.arange(width)[None, :] < torch.tensor(lengths)[:, None]  # (batch, width), True = real token
     memory = torch.randn(len(lengths), width, d_hidden, generator=gen, dtype=torch.float64) * mask[..., None]
     return memory, mask
 
@@ -44,26 +45,39 @@ def _summary_hint(got: np.ndarray, memory: torch.Tensor, mask: torch.Tensor) -> 
     fwd_got, bwd_got = got[:, :half], got[:, half:]
     right_fwd, right_bwd = m[rows, last, :half], m[:, 0, half:]
     if np.allclose(fwd_got, right_bwd) and np.allclose(bwd_got, right_fwd):
-        return (" You swapped the halves: c = [→h_last; ←h_1], the forward direction's features (the first "
-                "d_hidden/2) first.")
+        return (
+            " You swapped the halves: c = [→h_last; ←h_1], the forward direction's features (the first "
+            "d_hidden/2) first."
+        )
     padded_rows = [b for b in range(len(last)) if last[b] < memory.size(1) - 1]
     if padded_rows and np.allclose(fwd_got[padded_rows], 0.0) and not np.allclose(right_fwd[padded_rows], 0.0):
-        return (" The forward half of every padded sentence is all zeros: you read a padding position (the last "
-                "column, or index L instead of L - 1). A sentence of L tokens has its last real token at index "
-                "L - 1, i.e. mask.sum(-1) - 1, and its last column is padding when it is shorter than the batch.")
+        return (
+            " The forward half of every padded sentence is all zeros: you read a padding position (the last "
+            "column, or index L instead of L - 1). A sentence of L tokens has its last real token at index "
+            "L - 1, i.e. mask.sum(-1) - 1, and its last column is padding when it is shorter than the batch."
+        )
     if np.allclose(fwd_got, m[:, 0, :half]):
-        return (" Your forward half is →h_1, the forward state at the first token: it has read one token. The "
-                "forward direction's summary is its state at the last real token.")
+        return (
+            " Your forward half is →h_1, the forward state at the first token: it has read one token. The "
+            "forward direction's summary is its state at the last real token."
+        )
     if np.allclose(bwd_got, m[rows, last, half:]) or np.allclose(bwd_got, m[:, -1, half:]):
-        return (" Your backward half is taken at the end of the sentence; the backward direction runs from the "
-                "last token to the first, so its final state ←h_1 sits at position 0.")
-    if got.shape == (memory.size(0), memory.size(-1)) and np.allclose(got, m.sum(1) / mask.sum(-1, keepdim=True).numpy()):
+        return (
+            " Your backward half is taken at the end of the sentence; the backward direction runs from the "
+            "last token to the first, so its final state ←h_1 sits at position 0."
+        )
+    if got.shape == (memory.size(0), memory.size(-1)) and np.allclose(
+        got, m.sum(1) / mask.sum(-1, keepdim=True).numpy()
+    ):
         return " That is the mean over positions; the fixed vector is [→h_last; ←h_1], two states, not an average."
     return ""
 
 
-@exercise("bottleneck_summary", chapter=_CHAPTER,
-          summary="summary(memory, mask): the fixed vector [→h_last; ←h_1] of each right-padded sentence, (batch, d)")
+@exercise(
+    "bottleneck_summary",
+    chapter=_CHAPTER,
+    summary="summary(memory, mask): the fixed vector [→h_last; ←h_1] of each right-padded sentence, (batch, d)",
+)
 def _check_summary(answer: Any) -> str | None:
     """``answer(memory, mask)`` must equal :meth:`Seq2Seq.summary` on padded batches."""
     _require_callable(answer, "summary(memory, mask)")
@@ -74,16 +88,21 @@ def _check_summary(answer: Any) -> str | None:
         where = f"for sentences of lengths {lengths} padded to {width} tokens, d_hidden = {d_hidden}"
         got = _as_array(_call(answer, memory.clone(), mask.clone()), f"summary(memory, mask) {where}")
         if got.shape != expected.shape:
-            raise AssertionError(f"{where} your result has shape {got.shape}; expected (batch, d_hidden) = "
-                                 f"{expected.shape}: one vector of d_hidden numbers per sentence, whatever its length")
+            raise AssertionError(
+                f"{where} your result has shape {got.shape}; expected (batch, d_hidden) = "
+                f"{expected.shape}: one vector of d_hidden numbers per sentence, whatever its length"
+            )
         if not np.allclose(got, expected, atol=1e-9):
             bad = int(np.argmax(np.abs(got - expected).max(axis=1)))
             raise AssertionError(
                 f"{where} your vector for sentence {bad} (length {lengths[bad]}) is {_fmt(got[bad])}; expected "
-                f"{_fmt(expected[bad])}.{_summary_hint(got, memory, mask)}")
-    return ("c = [→h_last; ←h_1] has d_hidden numbers for a sentence of 1 token and of 100: that fixed size is "
-            "the bottleneck. Seq2Seq.summary reads it this way, and tests/test_seq2seq.py checks that it equals "
-            "the final states the GRU returns.")
+                f"{_fmt(expected[bad])}.{_summary_hint(got, memory, mask)}"
+            )
+    return (
+        "c = [→h_last; ←h_1] has d_hidden numbers for a sentence of 1 token and of 100: that fixed size is "
+        "the bottleneck. Seq2Seq.summary reads it this way, and tests/test_seq2seq.py checks that it equals "
+        "the final states the GRU returns."
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -92,45 +111,64 @@ def _check_summary(answer: Any) -> str | None:
 
 
 def _path_length(m: int, j: int, i: int, every_step: bool) -> int:
-    encoder = m - j + 1            # E reads x_j at step j, then steps j + 1 … m carry it to h_m = c
+    encoder = m - j + 1  # E reads x_j at step j, then steps j + 1 … m carry it to h_m = c
     return encoder + (1 if every_step else i)
 
 
 _PATH_MISTAKES = [
-    (lambda m, j, i, e: m - j + (1 if e else i),
-     "One step short: E is applied to x_j itself at step j (h_j = E(x_j, h_{j-1})), then at steps j + 1, …, m: "
-     "that is m - j + 1 applications."),
-    (lambda m, j, i, e: m - j + 1 + i,
-     "With c given to every decoder step (seed 000: y_i = D(C, y_1 … y_{i-1})), y_i reads c directly: one "
-     "application of D, whatever i is."),
-    (lambda m, j, i, e: m - j + 2,
-     "Without c at every step (seed 003's chain c → 狗 → 追了 → 猫), c reaches y_i only through the decoder "
-     "states h'_1 … h'_i: i applications of D."),
-    (lambda m, j, i, e: m - j + 1,
-     "You counted the encoder's steps only; the decoder's steps are on the path too."),
-    (lambda m, j, i, e: j + (1 if e else i),
-     "That is the path when the source is read backwards (Sutskever et al.'s trick); here x_1 is read first, "
-     "so it is the farthest from c."),
+    (
+        lambda m, j, i, e: m - j + (1 if e else i),
+        "One step short: E is applied to x_j itself at step j (h_j = E(x_j, h_{j-1})), then at steps j + 1, …, m: "
+        "that is m - j + 1 applications.",
+    ),
+    (
+        lambda m, j, i, e: m - j + 1 + i,
+        "With c given to every decoder step (seed 000: y_i = D(C, y_1 … y_{i-1})), y_i reads c directly: one "
+        "application of D, whatever i is.",
+    ),
+    (
+        lambda m, j, i, e: m - j + 2,
+        "Without c at every step (seed 003's chain c → 狗 → 追了 → 猫), c reaches y_i only through the decoder "
+        "states h'_1 … h'_i: i applications of D.",
+    ),
+    (lambda m, j, i, e: m - j + 1, "You counted the encoder's steps only; the decoder's steps are on the path too."),
+    (
+        lambda m, j, i, e: j + (1 if e else i),
+        "That is the path when the source is read backwards (Sutskever et al.'s trick); here x_1 is read first, "
+        "so it is the farthest from c.",
+    ),
 ]
 
 
-@exercise("bottleneck_path_length", chapter=_CHAPTER,
-          summary="path_length(m, j, i, every_step): recurrent steps from source word x_j to target word y_i")
+@exercise(
+    "bottleneck_path_length",
+    chapter=_CHAPTER,
+    summary="path_length(m, j, i, every_step): recurrent steps from source word x_j to target word y_i",
+)
 def _check_path_length(answer: Any) -> str | None:
     """``answer(m, j, i, every_step)`` must count the applications of E and D between x_j and y_i (1-based)."""
     _require_callable(answer, "path_length(m, j, i, every_step)")
-    cases = [(m, j, i, e) for e in (False, True)
-             for m, j, i in [(5, 1, 1), (5, 5, 3), (5, 2, 1), (1, 1, 1), (30, 1, 30), (30, 30, 1), (12, 7, 4)]]
-    got = {case: _as_number(_call(answer, *case), "path_length(m={}, j={}, i={}, every_step={})".format(*case))
-           for case in cases}
+    cases = [
+        (m, j, i, e)
+        for e in (False, True)
+        for m, j, i in [(5, 1, 1), (5, 5, 3), (5, 2, 1), (1, 1, 1), (30, 1, 30), (30, 30, 1), (12, 7, 4)]
+    ]
+    got = {
+        case: _as_number(_call(answer, *case), "path_length(m={}, j={}, i={}, every_step={})".format(*case))
+        for case in cases
+    }
     wrong = [case for case in cases if got[case] != _path_length(*case)]
     if not wrong:
-        return ("seed 003's chain: 'The' → '狗' is 6 steps, 'cat' → '猫' is 4. With attention (next chapter) "
-                "every pair is 2 steps apart: x_j → h_j → h'_i.")
+        return (
+            "seed 003's chain: 'The' → '狗' is 6 steps, 'cat' → '猫' is 4. With attention (next chapter) "
+            "every pair is 2 steps apart: x_j → h_j → h'_i."
+        )
     hint = next((f" {text}" for mistake, text in _PATH_MISTAKES if all(got[c] == mistake(*c) for c in cases)), "")
     case = wrong[0]
-    raise AssertionError("path_length(m={}, j={}, i={}, every_step={}) ".format(*case)
-                         + f"returned {got[case]:g}; expected {_path_length(*case)}.{hint}")
+    raise AssertionError(
+        "path_length(m={}, j={}, i={}, every_step={}) ".format(*case)
+        + f"returned {got[case]:g}; expected {_path_length(*case)}.{hint}"
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -142,13 +180,17 @@ def _max_symbols(bits: float, num_symbols: int) -> int:
     return math.floor(bits / math.log2(num_symbols) + 1e-9)
 
 
-@exercise("bottleneck_capacity", chapter=_CHAPTER,
-          summary="max_symbols(bits, num_symbols): the longest random sequence over num_symbols symbols that "
-                  "`bits` bits can store")
+@exercise(
+    "bottleneck_capacity",
+    chapter=_CHAPTER,
+    summary="max_symbols(bits, num_symbols): the longest random sequence over num_symbols symbols that "
+    "`bits` bits can store",
+)
 def _check_capacity(answer: Any) -> str | None:
     """``answer(bits, num_symbols)`` must return floor(bits / log2(num_symbols))."""
     _require_callable(answer, "max_symbols(bits, num_symbols)")
-    # 20 bits: about what the chapter's fixed vector delivers; 4096 bits: 128 float32 numbers; 8000: Multi30k's vocabulary
+    # 20 bits: about what the chapter's fixed vector delivers; 4096 bits: 128 float32 numbers;
+    # 8000: Multi30k's vocabulary
     cases = [(20, 20), (4096, 20), (64, 26), (1000, 8000), (100, 2), (3, 20), (1, 2)]
     for bits, v in cases:
         expected = _max_symbols(bits, v)
@@ -159,20 +201,28 @@ def _check_capacity(answer: Any) -> str | None:
         exact = bits / math.log2(v)
         hint = ""
         if got != int(got):
-            hint = (f" Your answer is not a whole number: {exact:.4g} symbols' worth of bits stores only "
-                    f"{expected} whole symbols (round down).")
+            hint = (
+                f" Your answer is not a whole number: {exact:.4g} symbols' worth of bits stores only "
+                f"{expected} whole symbols (round down)."
+            )
         elif got == math.ceil(exact) or got == round(exact):
-            hint = (f" {bits} bits hold {exact:.4g} symbols' worth of information; a symbol that does not fully "
-                    f"fit is not stored, so round down.")
+            hint = (
+                f" {bits} bits hold {exact:.4g} symbols' worth of information; a symbol that does not fully "
+                f"fit is not stored, so round down."
+            )
         elif got == math.floor(bits / math.log(v) + 1e-9):
             hint = " You used the natural logarithm: information in bits needs log2."
         elif got == math.floor(bits / math.log10(v) + 1e-9):
             hint = " You used log10: information in bits needs log2."
         elif got == math.floor(bits / v):
-            hint = (f" One symbol out of {v} carries log2({v}) = {math.log2(v):.4g} bits, not {v}: n symbols need "
-                    f"n·log2({v}) bits.")
+            hint = (
+                f" One symbol out of {v} carries log2({v}) = {math.log2(v):.4g} bits, not {v}: n symbols need "
+                f"n·log2({v}) bits."
+            )
         elif got == math.floor(bits * math.log2(v)):
             hint = " You multiplied; a sequence of n symbols needs n·log2(V) bits, so n = bits / log2(V)."
         raise AssertionError(f"{call} returned {got:g}; expected {expected}.{hint}")
-    return ("A random sequence of n symbols out of V holds n·log2(V) bits: 4.32 bits per symbol for V = 20. "
-            "128 float32 numbers hold 4096 bits, 947 such symbols, far more than a trained GRU manages to use.")
+    return (
+        "A random sequence of n symbols out of V holds n·log2(V) bits: 4.32 bits per symbol for V = 20. "
+        "128 float32 numbers hold 4096 bits, 947 such symbols, far more than a trained GRU manages to use."
+    )

@@ -26,8 +26,9 @@ _CHAPTER = "transformer"
 
 # --- layer_norm -------------------------------------------------------------------------------
 
+
 def _layer_norm_inputs() -> list[torch.Tensor]:
-    """Seed 001's embedded row 0 first, then a batch with a constant row (the ε edge), then a 3-D tensor."""
+    """Inputs: the embedded row 0 of "BERT on the left, GPT on the right"; a constant row (the ε edge); a 3-D tensor."""
     gen = torch.Generator().manual_seed(0)
     return [
         torch.tensor([[1.0, 3.0, 3.0, 5.0]]),
@@ -43,22 +44,25 @@ def _layer_norm_variants(x: torch.Tensor) -> dict[str, np.ndarray]:
     var = x.var(-1, unbiased=False, keepdim=True)
     out = {
         "you used the unbiased variance (dividing by d - 1, torch.var's default); LayerNorm divides by d: "
-        "use x.var(-1, unbiased=False) or ((x - μ)²).mean(-1)":
-            (x - mean) / torch.sqrt(x.var(-1, unbiased=True, keepdim=True) + eps),
-        "you divided by the variance σ²; divide by the standard deviation √(σ² + ε)":
-            (x - mean) / (var + eps),
-        "you forgot to subtract the mean μ":
-            x / torch.sqrt(var + eps),
+        "use x.var(-1, unbiased=False) or ((x - μ)²).mean(-1)": (x - mean)
+        / torch.sqrt(x.var(-1, unbiased=True, keepdim=True) + eps),
+        "you divided by the variance σ²; divide by the standard deviation √(σ² + ε)": (x - mean) / (var + eps),
+        "you forgot to subtract the mean μ": x / torch.sqrt(var + eps),
     }
     if x.dim() >= 2:  # for a single row this gives zeros: each column is normalised over one value
         m0, v0 = x.mean(0, keepdim=True), x.var(0, unbiased=False, keepdim=True)
-        out["you normalised over the first axis (across the batch, as BatchNorm does); LayerNorm normalises "
-            "each row over its last axis, the features"] = (x - m0) / torch.sqrt(v0 + eps)
+        out[
+            "you normalised over the first axis (across the batch, as BatchNorm does); LayerNorm normalises "
+            "each row over its last axis, the features"
+        ] = (x - m0) / torch.sqrt(v0 + eps)
     return {k: v.double().numpy() for k, v in out.items()}
 
 
-@exercise("layer_norm_last_axis", chapter=_CHAPTER,
-          summary="layer_norm(x): normalise a tensor over its last axis (mean 0, variance 1, ε = 1e-5)")
+@exercise(
+    "layer_norm_last_axis",
+    chapter=_CHAPTER,
+    summary="layer_norm(x): normalise a tensor over its last axis (mean 0, variance 1, ε = 1e-5)",
+)
 def _check_layer_norm(answer: Any) -> str | None:
     """``answer(x)`` must equal ``F.layer_norm(x, x.shape[-1:], eps=1e-5)`` (γ = 1, β = 0)."""
     _require_callable(answer, "layer_norm(x)")
@@ -81,40 +85,63 @@ def _check_layer_norm(answer: Any) -> str | None:
                 f"for x of shape {tuple(x.shape)} your first row is {_fmt(got.reshape(-1, x.shape[-1])[0])}; "
                 f"expected {_fmt(expected.reshape(-1, x.shape[-1])[0])}.{hint}"
             )
-    return ("Seed 001's embedded row [1, 3, 3, 5] has μ = 3 and σ² = 2, so it becomes about "
-            "[-1.414, 0, 0, 1.414]: each row is normalised on its own, whatever else is in the batch.")
+    return (
+        "Seed 001's embedded row [1, 3, 3, 5] has μ = 3 and σ² = 2, so it becomes about "
+        "[-1.414, 0, 0, 1.414]: each row is normalised on its own, whatever else is in the batch."
+    )
 
 
 # --- tied_params ------------------------------------------------------------------------------
 
+
 def _embedding_and_output_params(vocab_size: int, d_model: int, shared: bool) -> int:
     """Parameters of src_embed, tgt_embed and output of a lib Transformer, a tied matrix counted once."""
-    config = TransformerConfig(vocab_size, vocab_size, d_model=d_model, num_heads=1, num_encoder_layers=0,
-                               num_decoder_layers=1, d_ff=1, share_embeddings=shared)
+    config = TransformerConfig(
+        vocab_size,
+        vocab_size,
+        d_model=d_model,
+        num_heads=1,
+        num_encoder_layers=0,
+        num_decoder_layers=1,
+        d_ff=1,
+        share_embeddings=shared,
+    )
     model = Transformer(config)
     unique = {id(p): p for m in (model.src_embed, model.tgt_embed, model.output) for p in m.parameters()}
     return sum(p.numel() for p in unique.values())
 
 
-@exercise("tied_embedding_params", chapter=_CHAPTER,
-          summary="embedding_params(vocab_size, d_model, shared): parameters of the two embeddings and the "
-                  "output projection, tied or not")
+@exercise(
+    "tied_embedding_params",
+    chapter=_CHAPTER,
+    summary="embedding_params(vocab_size, d_model, shared): parameters of the two embeddings and the "
+    "output projection, tied or not",
+)
 def _check_tied_params(answer: Any) -> str | None:
     """``answer(V, d, shared)`` must count src embedding + tgt embedding + output projection as lib builds them."""
     _require_callable(answer, "embedding_params(vocab_size, d_model, shared)")
-    for vocab_size, d_model, shared in [(10000, 512, True), (10000, 512, False), (8000, 128, True),
-                                        (8000, 128, False), (37000, 512, True)]:
+    for vocab_size, d_model, shared in [
+        (10000, 512, True),
+        (10000, 512, False),
+        (8000, 128, True),
+        (8000, 128, False),
+        (37000, 512, True),
+    ]:
         expected = _embedding_and_output_params(vocab_size, d_model, shared)
-        value = _as_number(_call(answer, vocab_size, d_model, shared),
-                           f"embedding_params({vocab_size}, {d_model}, {shared})")
+        value = _as_number(
+            _call(answer, vocab_size, d_model, shared), f"embedding_params({vocab_size}, {d_model}, {shared})"
+        )
         if value == expected:
             continue
         vd = vocab_size * d_model
         wrong = {
             3 * vd: "you counted the shared matrix three times; tied weights are one tensor and count once",
-            2 * vd: ("you counted two matrices; there are three: the source embedding, the target embedding "
-                     "and the output projection") if not shared else
-                    "you counted the shared matrix twice; with shared=True all three are one matrix",
+            2 * vd: (
+                "you counted two matrices; there are three: the source embedding, the target embedding "
+                "and the output projection"
+            )
+            if not shared
+            else "you counted the shared matrix twice; with shared=True all three are one matrix",
             vd + vocab_size: "you added a bias of vocab_size; lib's output projection has no bias (bias=False)",
             3 * vd + vocab_size: "you added a bias of vocab_size; lib's output projection has no bias (bias=False)",
             vd: "with shared=False nothing is tied: three separate vocab_size × d_model matrices",
@@ -125,13 +152,17 @@ def _check_tied_params(answer: Any) -> str | None:
             f"for vocab_size={vocab_size}, d_model={d_model}, shared={shared} your count is {value:,.0f}; "
             f"expected {expected:,}.{hint}"
         )
-    return ("Seed 001's output layer alone, 512 × 10,000, is 5,120,000 weights; tying saves two such matrices.")
+    return "Seed 001's output layer alone, 512 × 10,000, is 5,120,000 weights; tying saves two such matrices."
 
 
 # --- noam_peak --------------------------------------------------------------------------------
 
-@exercise("noam_peak", chapter=_CHAPTER,
-          summary="noam_peak(d_model, warmup): the largest learning rate of the warm-up schedule (factor 1)")
+
+@exercise(
+    "noam_peak",
+    chapter=_CHAPTER,
+    summary="noam_peak(d_model, warmup): the largest learning rate of the warm-up schedule (factor 1)",
+)
 def _check_noam_peak(answer: Any) -> str | None:
     """``answer(d_model, warmup)`` must return max_step noam_lr(step, d_model, warmup) = noam_lr(warmup, ...)."""
     _require_callable(answer, "noam_peak(d_model, warmup)")
@@ -152,14 +183,20 @@ def _check_noam_peak(answer: Any) -> str | None:
         raise AssertionError(
             f"for d_model={d_model}, warmup={warmup} your peak is {value:.6g}; expected {expected:.6g}.{hint}"
         )
-    return ("The peak is (d_model · warmup)^-0.5: 6.99e-4 for the paper's base model; TrainConfig.lr_factor "
-            "rescales it to peak_lr.")
+    return (
+        "The peak is (d_model · warmup)^-0.5: 6.99e-4 for the paper's base model; TrainConfig.lr_factor "
+        "rescales it to peak_lr."
+    )
 
 
 # --- causal_mask ------------------------------------------------------------------------------
 
-@exercise("decoder_causal_mask", chapter=_CHAPTER,
-          summary="causal(n): the (n, n) bool mask, True = may attend, with which a decoder cannot see the future")
+
+@exercise(
+    "decoder_causal_mask",
+    chapter=_CHAPTER,
+    summary="causal(n): the (n, n) bool mask, True = may attend, with which a decoder cannot see the future",
+)
 def _check_causal_mask(answer: Any) -> str | None:
     """``answer(n)`` must equal ``lib.attention.causal_mask(n)`` (bool or 0/1 values)."""
     _require_callable(answer, "causal(n)")
@@ -183,7 +220,9 @@ def _check_causal_mask(answer: Any) -> str | None:
             "you inverted the meaning: in lib True = may attend, False = masked": ~expected,
             "your mask is the transpose: row t is the query and may see the columns 0..t, not t..n-1": expected.T,
             "a position may also attend to itself: keep the diagonal (torch.tril, not tril(-1))": np.tril(expected, -1),
-            "you masked the past instead of the future; row t may see the columns 0..t": np.triu(np.ones((n, n), bool), 1),
+            "you masked the past instead of the future; row t may see the columns 0..t": np.triu(
+                np.ones((n, n), bool), 1
+            ),
         }
         hint = next((f" It looks like {m}." for m, v in variants.items() if (v == got).all()), "")
         raise AssertionError(

@@ -63,10 +63,10 @@ def server(site: Path):
     log: list[tuple[str, int]] = []
 
     class Handler(http.server.SimpleHTTPRequestHandler):
-        def log_request(self, code="-", size="-"):  # noqa: ARG002 - record instead of printing
+        def log_request(self, code="-", size="-"):  # record the request instead of printing it
             log.append((self.path, int(code) if str(code).isdigit() else 0))
 
-        def log_message(self, format, *args):  # noqa: A002 - silence errors on stderr too
+        def log_message(self, format, *args):  # (http.server's signature) silence errors on stderr too
             pass
 
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(site)))
@@ -98,8 +98,10 @@ def browser():
         pytest.fail("the `playwright` package is missing: run `make browser-deps`")
     executable = find_chromium()
     if executable is None:
-        pytest.fail("Chromium not found: run `make browser-deps` (Debian: apt-get install chromium) "
-                    "or set CHROMIUM=/path/to/chromium")
+        pytest.fail(
+            "Chromium not found: run `make browser-deps` (Debian: apt-get install chromium) "
+            "or set CHROMIUM=/path/to/chromium"
+        )
     with sync_playwright() as p:
         # --no-sandbox: Chromium refuses to start as root (CI containers) with its sandbox on.
         b = p.chromium.launch(executable_path=executable, headless=True, args=["--no-sandbox"])
@@ -145,9 +147,17 @@ def visit(browser, server):
         page.on("console", lambda m: v.console_errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: v.console_errors.append(f"uncaught: {e}"))
         # An outside request is already counted by `route` (aborting it also fires requestfailed).
-        page.on("requestfailed", lambda r: v.failed_requests.append(f"{r.url}: {r.failure}")
-                if urllib.parse.urlsplit(r.url).netloc == host else None)
-        page.on("response", lambda r: v.failed_requests.append(f"{r.url}: HTTP {r.status}") if r.status >= 400 else None)
+        page.on(
+            "requestfailed",
+            lambda r: (
+                v.failed_requests.append(f"{r.url}: {r.failure}")
+                if urllib.parse.urlsplit(r.url).netloc == host
+                else None
+            ),
+        )
+        page.on(
+            "response", lambda r: v.failed_requests.append(f"{r.url}: HTTP {r.status}") if r.status >= 400 else None
+        )
         # networkidle: also a page that redirects (index.html -> chapters/intro.html) has arrived.
         page.goto(server.url + path, wait_until="networkidle")
         if wait_maths:

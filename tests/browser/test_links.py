@@ -8,7 +8,7 @@ from __future__ import annotations
 import html.parser
 import posixpath
 import urllib.parse
-from functools import lru_cache
+from functools import cache
 
 import pytest
 
@@ -33,7 +33,7 @@ class _Refs(html.parser.HTMLParser):
                 self.urls.append(value)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _parse(rel: str) -> _Refs:
     refs = _Refs()
     refs.feed((SITE / rel).read_text(encoding="utf-8"))
@@ -80,7 +80,9 @@ def test_internal_links_resolve(page):
 
 def test_every_chapter_offers_its_notebook_for_download():
     """The download button's .ipynb link: the notebook's source is published next to the page."""
-    chapters = [p for p in PAGES if p.startswith("chapters/") and (SITE.parent.parent / p).with_suffix(".ipynb").exists()]
+    chapters = [
+        p for p in PAGES if p.startswith("chapters/") and (SITE.parent.parent / p).with_suffix(".ipynb").exists()
+    ]
     assert chapters
     for page in chapters:
         ipynb = [u for u, t, _ in _targets(page) if t.endswith(".ipynb")]
@@ -93,12 +95,17 @@ def test_every_chapter_has_binder_and_colab_launch_buttons():
 
     config = (SITE.parent.parent / "_config.yml").read_text(encoding="utf-8")
     repo = re.search(r"^repository:\s*\n\s+url:\s*https://github\.com/(\S+)", config, flags=re.M).group(1)
-    chapters = [p for p in PAGES if p.startswith("chapters/") and (SITE.parent.parent / p).with_suffix(".ipynb").exists()]
+    chapters = [
+        p for p in PAGES if p.startswith("chapters/") and (SITE.parent.parent / p).with_suffix(".ipynb").exists()
+    ]
     for page in chapters:
         nb = page.removesuffix(".html") + ".ipynb"
         urls = _parse(page).urls
         colab = [u for u in urls if u.startswith("https://colab.research.google.com/github/")]
         binder = [u for u in urls if u.startswith("https://mybinder.org/v2/gh/")]
         assert colab == [f"https://colab.research.google.com/github/{repo}/blob/main/{nb}"], f"{page}: {colab}"
-        assert len(binder) == 1 and binder[0].startswith(f"https://mybinder.org/v2/gh/{repo}/main?") \
-            and binder[0].endswith(nb), f"{page}: {binder}"
+        assert (
+            len(binder) == 1
+            and binder[0].startswith(f"https://mybinder.org/v2/gh/{repo}/main?")
+            and binder[0].endswith(nb)
+        ), f"{page}: {binder}"

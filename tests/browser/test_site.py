@@ -26,7 +26,9 @@ async (img) => {
   const d = ctx.getImageData(0, 0, w, h).data;
   let differ = 0;
   for (let i = 0; i < d.length; i += 4) {
-    if (Math.abs(d[i] - d[0]) + Math.abs(d[i+1] - d[1]) + Math.abs(d[i+2] - d[2]) + Math.abs(d[i+3] - d[3]) > 30) differ++;
+    const distance = Math.abs(d[i] - d[0]) + Math.abs(d[i+1] - d[1])
+                   + Math.abs(d[i+2] - d[2]) + Math.abs(d[i+3] - d[3]);
+    if (distance > 30) differ++;
   }
   return {loaded: true, ink: differ / (w * h), src: img.src.slice(0, 80)};
 }
@@ -77,7 +79,8 @@ def test_maths_is_typeset_without_tex_errors(visit, path):
     assert errors == [], f"{path}: TeX errors {errors[:5]}"
     raw = page.locator("main .math").evaluate_all(
         "els => els.filter(e => !e.querySelector('mjx-container') && /\\\\[a-zA-Z]/.test(e.textContent))"
-        ".map(e => e.textContent.slice(0, 60))")
+        ".map(e => e.textContent.slice(0, 60))"
+    )
     assert raw == [], f"{path}: maths still shown as raw TeX: {raw[:3]}"
 
 

@@ -41,7 +41,8 @@ class RoundAuthorYear(AuthorYearReferenceStyle):
 
 
 sphinxcontrib.bibtex.plugin.register_plugin(
-    "sphinxcontrib.bibtex.style.referencing", "author_year_round", RoundAuthorYear)
+    "sphinxcontrib.bibtex.style.referencing", "author_year_round", RoundAuthorYear
+)
 
 
 def _set_default_mode(context: dict) -> None:
