@@ -24,7 +24,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-# Without a GPU, torch's CPU wheel is installed before requirements.txt, so that `torch>=2.1` is already
+# Without a GPU, torch's CPU wheel is installed before requirements.txt, so that `torch>=2.3` is already
 # satisfied and pip does not fetch a multi-GB CUDA build. Only the wheel comes from TORCH_CPU_INDEX (--no-deps);
 # torch's own dependencies (sympy, networkx, jinja2, ...) come with requirements.txt from the usual index, so
 # that pip does not look each of them up on TORCH_CPU_INDEX too (slow where that index is unreachable).
@@ -64,7 +64,7 @@ $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	if ! $(BIN)/python -c "import torch" >/dev/null 2>&1; then \
 	  if command -v nvidia-smi >/dev/null 2>&1; then \
-	    $(BIN)/python -m pip install "torch>=2.1"; \
+	    $(BIN)/python -m pip install "torch>=2.3"; \
 	  else \
 	    $(BIN)/python -m pip install --no-deps "torch==$(TORCH_VERSION)" --index-url $(TORCH_CPU_INDEX); \
 	  fi; \

@@ -12,14 +12,13 @@ exactly as saved (e.g. float16 weights).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import time
 from pathlib import Path
 
 import torch
 
-from lib.checkpoint import load_run
+from lib.checkpoint import load_run, update_results
 from lib.translate import evaluate_bleu
 
 
@@ -72,7 +71,7 @@ def main(argv=None) -> None:
             beam_alpha=args.alpha,
             beam_decode_seconds=round(beam_s, 1),
         )
-    (folder / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    update_results(folder, results)  # atomically, and the run's manifest.json follows
     print(f"recorded in {folder / 'results.json'}")
 
 

@@ -10,6 +10,7 @@ Source: Vaswani et al. (2017), "Attention Is All You Need", §3.2, Eq. (1) and �
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import torch
@@ -24,7 +25,56 @@ __all__ = [
 ]
 
 
+def _check_int(value: object, name: str, minimum: int | None = None) -> int:
+    """``value`` as an int (>= minimum if given); a bool, float or str is a TypeError, a smaller int a ValueError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return int(value)
+
+
+def _check_probability(value: object, name: str, upper: float = 1.0) -> None:
+    """A dropout probability: a real number in [0, upper] (NaN fails the range check)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a float in [0, {upper:g}], got {value!r} ({type(value).__name__})")
+    if not 0.0 <= value <= upper:
+        raise ValueError(f"{name} must be in [0, {upper:g}], got {value}")
+
+
+def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> None:
+    """Query, key and value: tensors of one floating dtype and device, ``(..., seq, d)``, whose sizes fit."""
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() < 2:
+            raise ValueError(f"{name} needs at least 2 dimensions (..., seq, features), got shape {tuple(t.shape)}")
+        if not t.is_floating_point():
+            raise ValueError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
+    for name, t in (("key", key), ("value", value)):
+        if t.dtype != query.dtype or t.device != query.device:
+            raise ValueError(
+                f"query, key and value must share one dtype and device, got query {query.dtype} on {query.device} "
+                f"and {name} {t.dtype} on {t.device}"
+            )
+    if query.size(-1) != key.size(-1):
+        raise ValueError(
+            f"query and key must have the same d_k (last dimension), got {query.size(-1)} and {key.size(-1)}"
+        )
+    if key.size(-2) != value.size(-2):
+        raise ValueError(f"key and value must have the same length seq_k, got {key.size(-2)} and {value.size(-2)}")
+    try:
+        torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            "query, key and value must agree on their leading dimensions (batch, heads), got "
+            f"{tuple(query.shape[:-2])}, {tuple(key.shape[:-2])} and {tuple(value.shape[:-2])}"
+        ) from None
+
+
 def _check_mask(mask: Tensor, scores_shape: torch.Size) -> None:
+    if not isinstance(mask, Tensor):
+        raise TypeError(f"mask must be a bool torch.Tensor (True = may attend), got {type(mask).__name__}")
     if mask.dtype != torch.bool:
         raise ValueError(f"mask must be a bool tensor (True = may attend), got dtype {mask.dtype}")
     try:
@@ -62,21 +112,15 @@ def scaled_dot_product_attention(
         weights: ``(batch, heads, seq_q, seq_k)``; non-negative, rows sum to 1 (before dropout).
 
     Raises:
-        ValueError: query and key disagree on d_k; key and value disagree on seq_k; the mask is not
-            bool or does not broadcast to the scores' shape; dropout_p outside [0, 1].
+        TypeError: query, key, value or mask is not a tensor; dropout_p is not a number.
+        ValueError: fewer than 2 dimensions; not floating point, or of different dtypes or devices; query and key
+            disagree on d_k; key and value disagree on seq_k; leading dimensions that do not broadcast; the mask
+            is not bool or does not broadcast to the scores' shape; dropout_p outside [0, 1].
 
     Source: Vaswani et al. 2017, §3.2.1, Eq. (1).
     """
-    if query.dim() < 2 or key.dim() < 2 or value.dim() < 2:
-        raise ValueError("query, key and value need at least 2 dimensions (..., seq, features)")
-    if query.size(-1) != key.size(-1):
-        raise ValueError(
-            f"query and key must have the same d_k (last dimension), got {query.size(-1)} and {key.size(-1)}"
-        )
-    if key.size(-2) != value.size(-2):
-        raise ValueError(f"key and value must have the same length seq_k, got {key.size(-2)} and {value.size(-2)}")
-    if not 0.0 <= dropout_p <= 1.0:
-        raise ValueError(f"dropout_p must be in [0, 1], got {dropout_p}")
+    _check_qkv(query, key, value)
+    _check_probability(dropout_p, "dropout_p")
 
     d_k = query.size(-1)
     scores = query @ key.transpose(-2, -1) / math.sqrt(d_k)  # (batch, heads, seq_q, seq_k)
@@ -104,13 +148,13 @@ def causal_mask(seq_len: int, device: torch.device | str | None = None) -> Tenso
         ``(batch, heads, seq_len, seq_len)``.
 
     Raises:
+        TypeError: seq_len is not an int.
         ValueError: seq_len < 1.
 
     Source: Vaswani et al. 2017, §3.2.3 ("masking out ... all values which correspond to illegal
     connections").
     """
-    if seq_len < 1:
-        raise ValueError(f"seq_len must be at least 1, got {seq_len}")
+    _check_int(seq_len, "seq_len", 1)
     return torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()
 
 
@@ -130,27 +174,39 @@ def padding_mask(
         ``(batch, heads, seq_q, seq_len)``.
 
     Raises:
-        ValueError: token ids without ``pad_id``; lengths that are negative or exceed ``max_len``;
-            a tensor that is neither 1-D (lengths) nor 2-D (tokens).
+        TypeError: ``lengths_or_tokens`` is neither a tensor nor a list of ints; ``pad_id`` or ``max_len`` is not
+            an int.
+        ValueError: token ids without ``pad_id``; ids or lengths that are not integers; lengths that are negative
+            or exceed ``max_len``; a tensor that is neither 1-D (lengths) nor 2-D (tokens).
 
     Source: Vaswani et al. 2017, §3.2.3; padding masks as in Klein et al. 2017 (OpenNMT).
     """
-    x = torch.as_tensor(lengths_or_tokens)
+    if isinstance(lengths_or_tokens, Tensor):
+        x = lengths_or_tokens
+    elif isinstance(lengths_or_tokens, (list, tuple)):
+        try:
+            x = torch.as_tensor(lengths_or_tokens)
+        except (TypeError, ValueError, RuntimeError) as err:
+            raise TypeError(f"lengths_or_tokens must be a tensor or a list of ints: {err}") from None
+    else:
+        raise TypeError(f"lengths_or_tokens must be a tensor or a list of ints, got {type(lengths_or_tokens).__name__}")
+    if x.dtype == torch.bool or x.is_floating_point() or x.is_complex():
+        raise ValueError(f"lengths_or_tokens must hold integers (token ids or lengths), got dtype {x.dtype}")
     if x.dim() == 2:
         if pad_id is None:
             raise ValueError("padding_mask got token ids (batch, seq_len) but no pad_id")
-        keep = x != pad_id
+        keep = x != _check_int(pad_id, "pad_id")
     elif x.dim() == 1:
         if (x < 0).any():
             raise ValueError(f"lengths must be non-negative, got {x.tolist()}")
         longest = int(x.max()) if x.numel() else 0
-        max_len = longest if max_len is None else max_len
+        max_len = longest if max_len is None else _check_int(max_len, "max_len", 0)
         if longest > max_len:
             raise ValueError(f"a length ({longest}) exceeds max_len ({max_len})")
         keep = torch.arange(max_len, device=x.device)[None, :] < x[:, None]
     else:
         raise ValueError(
-            f"padding_mask expects token ids (batch, seq_len) or lengths (batch,), got shape {tuple(x.shape)}"
+            f"lengths_or_tokens must be token ids (batch, seq_len) or lengths (batch,), got shape {tuple(x.shape)}"
         )
     return keep[:, None, None, :]
 
@@ -178,7 +234,8 @@ class MultiHeadAttention(nn.Module):
             ``F.scaled_dot_product_attention`` (same maths, faster, no weights returned).
 
     Raises:
-        ValueError: d_model not divisible by num_heads; non-positive sizes.
+        TypeError: d_model or num_heads is not an int; dropout is not a number.
+        ValueError: d_model not divisible by num_heads; non-positive sizes; dropout outside [0, 1].
 
     Source: Vaswani et al. 2017, §3.2.2.
     """
@@ -187,6 +244,9 @@ class MultiHeadAttention(nn.Module):
         self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True, fused: bool = False
     ) -> None:
         super().__init__()
+        _check_int(d_model, "d_model")
+        _check_int(num_heads, "num_heads")
+        _check_probability(dropout, "dropout")
         if d_model < 1 or num_heads < 1:
             raise ValueError(f"d_model and num_heads must be positive, got {d_model} and {num_heads}")
         if d_model % num_heads != 0:
@@ -204,9 +264,19 @@ class MultiHeadAttention(nn.Module):
         self.w_v = nn.Linear(d_model, d_model, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
 
-    def _check(self, x: Tensor, name: str) -> None:
+    def _check(self, x: Tensor, name: str, kv: KeyValue | None = None) -> None:
+        """``x`` is a floating ``(batch, seq, d_model)`` tensor; with ``kv``, of the keys' and values' batch."""
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor (batch, seq, d_model), got {type(x).__name__}")
         if x.dim() != 3 or x.size(-1) != self.d_model:
             raise ValueError(f"{name} must have shape (batch, seq, d_model={self.d_model}), got {tuple(x.shape)}")
+        if not x.is_floating_point():
+            raise ValueError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
+        if kv is not None and kv.key.size(0) != x.size(0):
+            raise ValueError(
+                f"{name} has batch size {x.size(0)} but the key and value have {kv.key.size(0)}: "
+                "every query sentence needs its own keys and values"
+            )
 
     def split_heads(self, x: Tensor) -> Tensor:
         """Split the model width into heads: ``(batch, seq, d_model)`` → ``(batch, heads, seq, d_k)``.
@@ -244,7 +314,8 @@ class MultiHeadAttention(nn.Module):
             :class:`KeyValue` with key and value of shape ``(batch, heads, seq_k, d_k)``.
 
         Raises:
-            ValueError: wrong shapes, or key and value of different lengths.
+            TypeError: key or value is not a tensor.
+            ValueError: wrong shapes or dtypes, or key and value of different lengths.
         """
         self._check(key, "key")
         self._check(value, "value")
@@ -272,12 +343,13 @@ class MultiHeadAttention(nn.Module):
             weights: ``(batch, heads, seq_q, seq_k)`` (rows sum to 1), or None when the fused kernel ran.
 
         Raises:
-            ValueError: query not of shape ``(batch, seq_q, d_model)``; a mask that is not bool or does not
-                broadcast to the scores' shape.
+            TypeError: query or mask is not a tensor.
+            ValueError: query not of shape ``(batch, seq_q, d_model)`` or of another batch size than the keys;
+                a mask that is not bool or does not broadcast to the scores' shape.
 
         Source: Vaswani et al. 2017, §3.2.2.
         """
-        self._check(query, "query")
+        self._check(query, "query", kv)
         q = self.split_heads(self.w_q(query))  # (batch, heads, seq_q, d_k)
         p = self.dropout if self.training else 0.0
         if self.fused and not return_attention:

@@ -18,6 +18,7 @@ Language Understanding", NAACL, §3 and Fig. 2 (input representation), §3.1 (ML
 
 from __future__ import annotations
 
+import numbers
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from torch import Tensor, nn
 
 from .attention import padding_mask
 from .config import Config
-from .interfaces import AttentionMaps
+from .interfaces import AttentionMaps, check_config_types
 from .special_tokens import PAD_ID, SPECIAL_TOKENS
 from .transformer import EncoderLayer
 
@@ -48,6 +49,22 @@ __all__ = [
 
 IGNORE_INDEX = -100  # label of the positions MLM does not predict (F.cross_entropy's default ignore_index)
 IS_NEXT, NOT_NEXT = 1, 0  # NSP labels
+_ACTIVATIONS = ("gelu", "relu")
+
+
+def _check_int(value: object, name: str, minimum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return int(value)
+
+
+def _check_ids(ids: Tensor, name: str) -> None:
+    if not isinstance(ids, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of ids, got {type(ids).__name__}")
+    if ids.dtype not in (torch.long, torch.int):
+        raise ValueError(f"{name} must be an integer (long) tensor of ids, got dtype {ids.dtype}")
 
 
 @dataclass(frozen=True)
@@ -61,6 +78,7 @@ class BertVocab:
     Properties give ``cls_id`` = V, ``sep_id`` = V + 1, ``mask_id`` = V + 2 and ``size`` = V + 3.
 
     Raises:
+        TypeError: base_size or pad_id is not an int.
         ValueError: base_size not larger than the tokenizer's 4 special tokens.
 
     Source: Devlin et al. 2019, §3 "Input/Output Representations" ([CLS], [SEP]) and §3.1 ([MASK]).
@@ -70,6 +88,7 @@ class BertVocab:
     pad_id: int = PAD_ID
 
     def __post_init__(self) -> None:
+        check_config_types(self)
         if self.base_size <= len(SPECIAL_TOKENS):
             raise ValueError(
                 f"base_size must exceed the {len(SPECIAL_TOKENS)} tokenizer specials, got {self.base_size}"
@@ -123,7 +142,10 @@ class BertConfig(Config):
         activation: ``"gelu"`` (BERT) or ``"relu"``.
 
     Raises:
-        ValueError: non-positive sizes, dropout outside [0, 1), pad_id outside the vocabulary.
+        TypeError: a field of the wrong type (``"128"`` for an int, ``1`` for a bool): see
+            :func:`lib.interfaces.check_config_types`.
+        ValueError: non-positive sizes, d_model not divisible by num_heads, dropout outside [0, 1), pad_id outside
+            the vocabulary, an unknown activation.
 
     Source: Devlin et al. 2019, §3 ("BERT_BASE (L=12, H=768, A=12, Total Parameters=110M)").
     """
@@ -143,13 +165,18 @@ class BertConfig(Config):
     PRESETS: ClassVar[tuple[str, ...]] = ("tiny", "base")
 
     def __post_init__(self) -> None:
+        check_config_types(self)
         for name in ("vocab_size", "d_model", "num_heads", "num_layers", "d_ff", "max_len", "num_segments"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.d_model % self.num_heads != 0:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         if not 0 <= self.pad_id < self.vocab_size:
             raise ValueError(f"pad_id must be in [0, vocab_size={self.vocab_size}), got {self.pad_id}")
+        if self.activation not in _ACTIVATIONS:
+            raise ValueError(f"activation must be one of {_ACTIVATIONS}, got {self.activation!r}")
 
     @classmethod
     def tiny(cls, vocab_size: int, **overrides) -> BertConfig:
@@ -190,6 +217,9 @@ class Bert(nn.Module):
     Args:
         config: the model's sizes (:class:`BertConfig`).
 
+    Raises:
+        TypeError: ``config`` is not a :class:`BertConfig`.
+
     Source: Devlin et al. 2019, §3, Fig. 2 (input = sum of three embeddings), §3.1 (MLM, NSP); the MLM output
     layer shares the token embedding matrix and the NSP classifier reads the pooled [CLS] state, as in the
     authors' released code.
@@ -197,6 +227,8 @@ class Bert(nn.Module):
 
     def __init__(self, config: BertConfig) -> None:
         super().__init__()
+        if not isinstance(config, BertConfig):
+            raise TypeError(f"config must be a BertConfig, got {type(config).__name__}")
         c = config
         self.config = c
         self.token_embed = nn.Embedding(c.vocab_size, c.d_model, padding_idx=c.pad_id)
@@ -245,8 +277,23 @@ class Bert(nn.Module):
         """
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
 
+    def _check_hidden(self, hidden: Tensor, batch_seq: bool) -> None:
+        """Final states: ``(batch, seq, d_model)`` if ``batch_seq``, else any ``(..., d_model)``."""
+        d = self.config.d_model
+        if not isinstance(hidden, Tensor):
+            raise TypeError(f"hidden must be a torch.Tensor of final states, got {type(hidden).__name__}")
+        dims_ok = hidden.dim() == 3 if batch_seq else hidden.dim() >= 1
+        if not dims_ok or hidden.size(-1) != d or not hidden.is_floating_point():
+            shape = "(batch, seq, d_model)" if batch_seq else "(..., d_model)"
+            raise ValueError(
+                f"hidden must be float final states {shape} with d_model={d}, got {tuple(hidden.shape)} {hidden.dtype}"
+            )
+
     def _check(self, input_ids: Tensor, segment_ids: Tensor | None) -> None:
         c = self.config
+        _check_ids(input_ids, "input_ids")
+        if segment_ids is not None:
+            _check_ids(segment_ids, "segment_ids")
         if input_ids.dim() != 2 or input_ids.dtype != torch.long:
             raise ValueError(
                 f"input_ids must be a (batch, seq) LongTensor, got {tuple(input_ids.shape)} {input_ids.dtype}"
@@ -306,6 +353,7 @@ class Bert(nn.Module):
             ``(hidden, AttentionMaps)`` whose ``encoder`` list holds one ``(batch, heads, seq, seq)`` map per layer.
 
         Raises:
+            TypeError: input_ids or segment_ids is not a tensor.
             ValueError: wrong shape or dtype, ids outside the vocabulary, sequence longer than max_len.
 
         Source: Devlin et al. 2019, §3 and Fig. 2.
@@ -331,8 +379,13 @@ class Bert(nn.Module):
         Returns:
             ``(..., vocab_size)`` unnormalised logits: LN(GELU(h W + b)) Eᵀ + b_V.
 
+        Raises:
+            TypeError: hidden is not a tensor.
+            ValueError: hidden is not a float tensor whose last dimension is d_model.
+
         Source: Devlin et al. 2019, §3.1 "Task #1: Masked LM".
         """
+        self._check_hidden(hidden, batch_seq=False)
         return self.mlm_transform(hidden) @ self.token_embed.weight.T + self.mlm_bias
 
     def pooled(self, hidden: Tensor) -> Tensor:
@@ -343,7 +396,12 @@ class Bert(nn.Module):
 
         Returns:
             ``(batch, d_model)``, values in (−1, 1).
+
+        Raises:
+            TypeError: hidden is not a tensor.
+            ValueError: hidden is not ``(batch, seq, d_model)``.
         """
+        self._check_hidden(hidden, batch_seq=True)
         return self.pooler(hidden[:, 0])
 
     def nsp_logits(self, hidden: Tensor) -> Tensor:
@@ -354,6 +412,10 @@ class Bert(nn.Module):
 
         Returns:
             ``(batch, 2)`` logits; index 1 = ``IS_NEXT``, index 0 = ``NOT_NEXT``.
+
+        Raises:
+            TypeError: hidden is not a tensor.
+            ValueError: hidden is not ``(batch, seq, d_model)``.
 
         Source: Devlin et al. 2019, §3.1 "Task #2: Next Sentence Prediction (NSP)".
         """
@@ -368,8 +430,24 @@ class Bert(nn.Module):
 
         Returns:
             scalar tensor, nats per masked token.
+
+        Raises:
+            TypeError: hidden or labels is not a tensor.
+            ValueError: hidden is not ``(batch, seq, d_model)``; labels not integer ids of shape ``(batch, seq)``;
+                no label to score (every one is ``IGNORE_INDEX``: the mean over no token would be NaN).
         """
+        self._check_hidden(hidden, batch_seq=True)
+        _check_ids(labels, "labels")
+        if labels.shape != hidden.shape[:2]:
+            raise ValueError(
+                f"labels must be (batch, seq) = {tuple(hidden.shape[:2])} like hidden, got {tuple(labels.shape)}"
+            )
         picked = labels != IGNORE_INDEX
+        if not picked.any():
+            raise ValueError(
+                f"labels has no target token to score: every label is IGNORE_INDEX ({IGNORE_INDEX}), so the mean "
+                "loss would be NaN; mask at least one position"
+            )
         return F.cross_entropy(self.mlm_logits(hidden[picked]), labels[picked])
 
 
@@ -385,7 +463,8 @@ class BertClassifier(nn.Module):
         dropout: on the pooled vector (Devlin et al. use 0.1).
 
     Raises:
-        ValueError: num_classes < 2.
+        TypeError: bert is not a :class:`Bert`; num_classes is not an int; dropout is not a number.
+        ValueError: num_classes < 2; dropout outside [0, 1).
 
     Source: Devlin et al. 2019, §3.2 and §4.1 ("the only new parameters introduced during fine-tuning are
     classification layer weights W ∈ R^{K×H}"), Fig. 4a/b.
@@ -393,8 +472,14 @@ class BertClassifier(nn.Module):
 
     def __init__(self, bert: Bert, num_classes: int, dropout: float = 0.1) -> None:
         super().__init__()
-        if num_classes < 2:
+        if not isinstance(bert, Bert):
+            raise TypeError(f"bert must be a Bert model, got {type(bert).__name__}")
+        if _check_int(num_classes, "num_classes") < 2:
             raise ValueError(f"num_classes must be at least 2, got {num_classes}")
+        if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real):
+            raise TypeError(f"dropout must be a float in [0, 1), got {dropout!r}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.bert = bert
         self.config = bert.config
         self.dropout = nn.Dropout(dropout)
@@ -411,6 +496,7 @@ class BertClassifier(nn.Module):
             ``(batch, num_classes)`` unnormalised logits.
 
         Raises:
+            TypeError: from :meth:`Bert.forward`: input_ids or segment_ids is not a tensor.
             ValueError: from :meth:`Bert.forward`: wrong shape or dtype, ids outside the vocabulary, sequence
                 longer than max_len.
         """
@@ -448,10 +534,23 @@ def mask_tokens(
         ``ignore_index``; -100, not PAD, so that a PAD target could never be confused with "not selected").
 
     Raises:
-        ValueError: mask_prob outside (0, 1); special_mask not bool or of another shape; low ≥ vocab_size.
+        TypeError: ids or special_mask is not a tensor; vocab_size, mask_id or low is not an int; mask_prob is not
+            a number.
+        ValueError: ids not integers; mask_prob outside (0, 1); special_mask not bool or of another shape;
+            low ≥ vocab_size.
 
     Source: Devlin et al. 2019, §3.1 "Task #1: Masked LM" and Appendix C.2 (the 80/10/10 ablation).
     """
+    _check_ids(ids, "ids")
+    if not isinstance(special_mask, Tensor):
+        raise TypeError(f"special_mask must be a bool torch.Tensor, got {type(special_mask).__name__}")
+    vocab_size, mask_id, low = (
+        _check_int(vocab_size, "vocab_size"),
+        _check_int(mask_id, "mask_id"),
+        _check_int(low, "low"),
+    )
+    if isinstance(mask_prob, bool) or not isinstance(mask_prob, numbers.Real):
+        raise TypeError(f"mask_prob must be a float in (0, 1), got {mask_prob!r}")
     if not 0.0 < mask_prob < 1.0:
         raise ValueError(f"mask_prob must be in (0, 1), got {mask_prob}")
     if special_mask.dtype != torch.bool or special_mask.shape != ids.shape:
@@ -524,10 +623,14 @@ def pack_pair(a: Sequence[int], b: Sequence[int] | None, vocab: BertVocab, max_l
         ``(ids, segment_ids)``, two lists of equal length ≤ max_len.
 
     Raises:
+        TypeError: vocab is not a :class:`BertVocab`; max_len is not an int.
         ValueError: max_len too small to hold the specials and one token of each sentence.
 
     Source: Devlin et al. 2019, §3 "Input/Output Representations" and Fig. 2.
     """
+    if not isinstance(vocab, BertVocab):
+        raise TypeError(f"vocab must be a BertVocab, got {type(vocab).__name__}")
+    max_len = _check_int(max_len, "max_len")
     a, b = list(a), (None if b is None else list(b))
     n_special = 2 if b is None else 3
     if max_len < n_special + 1 + (b is not None):

@@ -19,6 +19,7 @@ ACL, §3.2 (joint BPE on the union of source and target text).
 
 from __future__ import annotations
 
+import numbers
 import os
 import tempfile
 import warnings
@@ -233,13 +234,26 @@ def decode(tok: Tokenizer, ids: Sequence[int]) -> str:
         NFKC normalisation).
 
     Raises:
-        ValueError: ``ids`` is not one-dimensional.
+        TypeError: ``ids`` is not a sequence of ints (a float id, a str).
+        ValueError: ``ids`` is not one-dimensional, or holds an id outside the vocabulary ``[0, vocab size)``.
     """
     if hasattr(ids, "tolist"):  # torch tensor / numpy array
         if getattr(ids, "ndim", 1) != 1:
             raise ValueError(f"ids must be one-dimensional, got shape {tuple(ids.shape)}")
         ids = ids.tolist()
+    if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
+        raise TypeError(f"ids must be a sequence of int token ids, got {type(ids).__name__}")
+    ids = list(ids)
+    for i, value in enumerate(ids):
+        if isinstance(value, (list, tuple)):
+            raise ValueError(f"ids must be one-dimensional, ids[{i}] is a {type(value).__name__}")
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"ids must hold int token ids, ids[{i}] is {value!r} ({type(value).__name__})")
     ids = [int(i) for i in ids]
+    size = tok.get_vocab_size()
+    outside = [i for i in ids if not 0 <= i < size]
+    if outside:
+        raise ValueError(f"ids must be token ids in [0, {size}), got {outside[:5]}")
     if EOS_ID in ids:
         ids = ids[: ids.index(EOS_ID)]
     return tok.decode(ids, skip_special_tokens=True)

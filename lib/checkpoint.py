@@ -7,28 +7,55 @@ A run folder (``runs/NAME`` from ``python -m lib.train``, or the shipped ``model
     tokenizer.json  the joint BPE tokenizer
     history.json    the validation history (one entry per validation)
     results.json    what was measured: command, hardware, minutes, tokens/s, BLEU
+    manifest.json   the SHA-256 of each file above and every hyper-parameter, written last
+
+Every file is written atomically (``lib.files``), so a crash or a full disk never leaves a fragment in place of
+a good file. :func:`load_run` trusts nothing it reads: it checks each file against the manifest, rejects
+unknown or missing config fields, checks the weights against the config and the tokenizer against the
+embedding, and raises :class:`RunError` naming the file and the field when anything is wrong. Loading runs no
+code from a file: the weights are read with ``torch.load(..., weights_only=True)``.
 """
 
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 
-from .bpe import load_tokenizer, save_tokenizer
+from .bpe import load_tokenizer
+from .files import atomic_torch_save, atomic_write_text, sha256_file
 from .interfaces import EncoderDecoder
 from .seq2seq import Seq2Seq, Seq2SeqConfig
 from .training import TrainConfig
 from .transformer import Transformer, TransformerConfig
 
-__all__ = ["Run", "save_run", "load_run", "SHIPPED_MODEL"]
+__all__ = ["Run", "RunError", "save_run", "load_run", "update_results", "write_manifest", "SHIPPED_MODEL"]
 
 _FILES = ("config.json", "model.pt", "tokenizer.json")
+_RECORDS = ("history.json", "results.json")
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = 1
 
 #: The trained German→English model that ships with the book (``models/de-en`` in the repository).
 SHIPPED_MODEL = Path(__file__).resolve().parent.parent / "models" / "de-en"
+
+
+class RunError(ValueError):
+    """A run folder that cannot be trusted or used; the message names the folder, the file and the field.
+
+    Args:
+        folder: the run folder.
+        file: the file at fault (e.g. ``"config.json"``).
+        problem: what is wrong, in a sentence.
+    """
+
+    def __init__(self, folder: str | Path, file: str, problem: str) -> None:
+        self.folder, self.file, self.problem = Path(folder), file, problem
+        super().__init__(f"{Path(folder) / file}: {problem}")
 
 
 @dataclass
@@ -54,6 +81,31 @@ class Run:
     path: Path | None = None
 
 
+def write_manifest(path: str | Path) -> Path:
+    """Write ``manifest.json`` for a run folder: the SHA-256 of each of its files and its hyper-parameters.
+
+    Args:
+        path: the run folder (``config.json``, ``model.pt`` and ``tokenizer.json`` must exist).
+
+    Returns:
+        The manifest's path.
+
+    Raises:
+        FileNotFoundError: a required file is missing.
+    """
+    folder = Path(path)
+    missing = [f for f in _FILES if not (folder / f).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{folder}: cannot write a manifest, missing {', '.join(missing)}")
+    names = [f for f in (*_FILES, *_RECORDS) if (folder / f).is_file()]
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "files": {name: sha256_file(folder / name) for name in names},
+        "hyper_parameters": json.loads((folder / "config.json").read_text(encoding="utf-8")),
+    }
+    return atomic_write_text(folder / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+
+
 def save_run(
     path: str | Path,
     model: EncoderDecoder,
@@ -64,6 +116,9 @@ def save_run(
     weights_dtype: torch.dtype = torch.float32,
 ) -> Path:
     """Write a run folder that :func:`load_run` and ``python -m lib.translate --run`` can read.
+
+    Each file is written atomically; ``manifest.json`` comes last, so a folder whose writing was interrupted
+    has no manifest that vouches for it.
 
     Args:
         path: the folder (created if needed).
@@ -78,26 +133,121 @@ def save_run(
         The folder's path.
 
     Raises:
-        OSError: the folder cannot be created or written.
+        OSError: the folder cannot be created or written, or the disk is full (said plainly; the files
+            written before stay intact).
     """
     out = Path(path)
     out.mkdir(parents=True, exist_ok=True)
     config = {"model": model.config.to_dict(), "train": None if train_config is None else train_config.to_dict()}
-    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     state = {k: (v.to(weights_dtype) if v.is_floating_point() else v) for k, v in model.state_dict().items()}
     if model.config.share_embeddings:  # one copy of the tied matrix is enough
         state = {k: v for k, v in state.items() if k not in ("tgt_embed.weight", "output.weight")}
-    torch.save(state, out / "model.pt")
-    save_tokenizer(tokenizer, out / "tokenizer.json")
+    (out / MANIFEST).unlink(missing_ok=True)  # a half-rewritten folder must not look verified
+    atomic_write_text(out / "config.json", json.dumps(config, indent=2) + "\n")
+    atomic_torch_save(state, out / "model.pt")
+    atomic_write_text(out / "tokenizer.json", tokenizer.to_str(pretty=True))
     if history is not None:
-        (out / "history.json").write_text(json.dumps(history, indent=1) + "\n")
+        atomic_write_text(out / "history.json", json.dumps(history, indent=1) + "\n")
     if results is not None:
-        (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+        atomic_write_text(out / "results.json", json.dumps(results, indent=2) + "\n")
+    write_manifest(out)
     return out
 
 
+def update_results(path: str | Path, updates: dict[str, Any]) -> dict:
+    """Add or change entries of a run's ``results.json`` (e.g. a benchmark's BLEU) and refresh the manifest.
+
+    Args:
+        path: the run folder.
+        updates: the entries to set.
+
+    Returns:
+        The new results.
+    """
+    folder = Path(path)
+    file = folder / "results.json"
+    results = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
+    results.update(updates)
+    atomic_write_text(file, json.dumps(results, indent=2) + "\n")
+    write_manifest(folder)
+    return results
+
+
+def _read_json(folder: Path, name: str) -> Any:
+    try:
+        return json.loads((folder / name).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise RunError(folder, name, f"not readable JSON ({err})") from None
+
+
+def _verify_manifest(folder: Path) -> None:
+    if not (folder / MANIFEST).is_file():
+        warnings.warn(
+            f"{folder} has no {MANIFEST}: its files cannot be checked for damage "
+            "(lib.checkpoint.write_manifest writes one)",
+            stacklevel=3,
+        )
+        return
+    manifest = _read_json(folder, MANIFEST)
+    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
+        raise RunError(folder, MANIFEST, f"not a manifest of format {MANIFEST_FORMAT}")
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not set(_FILES) <= set(files):
+        raise RunError(folder, MANIFEST, f"must list the SHA-256 of {', '.join(_FILES)}")
+    for name, expected in files.items():
+        if not (folder / name).is_file():
+            raise RunError(folder, name, "is listed in the manifest but missing")
+        if sha256_file(folder / name) != expected:
+            raise RunError(
+                folder,
+                name,
+                "its SHA-256 differs from the manifest: the file was changed or damaged after the run was saved "
+                "(restore it, or retrain)",
+            )
+
+
+def _model_config(folder: Path, config: Any) -> TransformerConfig | Seq2SeqConfig:
+    if not isinstance(config, dict) or not isinstance(config.get("model"), dict):
+        raise RunError(folder, "config.json", 'must be a JSON object with a "model" object')
+    unknown = sorted(set(config) - {"model", "train"})
+    if unknown:
+        raise RunError(folder, "config.json", f"unknown top-level field(s) {unknown}; expected model and train")
+    cls = Seq2SeqConfig if config["model"].get("architecture") == "seq2seq" else TransformerConfig
+    try:
+        return cls.from_dict(config["model"])
+    except (TypeError, ValueError) as err:
+        raise RunError(folder, "config.json", f"model: {err}") from None
+
+
+def _load_state(folder: Path, model: torch.nn.Module, share_embeddings: bool) -> dict[str, torch.Tensor]:
+    try:
+        state = torch.load(folder / "model.pt", map_location="cpu", weights_only=True)
+    except Exception as err:  # a damaged file raises RuntimeError, pickle or zip errors, ...: all mean the same
+        raise RunError(folder, "model.pt", f"not a readable state dict ({type(err).__name__}: {err})") from None
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise RunError(folder, "model.pt", "must hold a state dict of tensors")
+    state = {k: v.float() if v.is_floating_point() else v for k, v in state.items()}
+    if share_embeddings and "src_embed.weight" in state:
+        state.setdefault("tgt_embed.weight", state["src_embed.weight"])
+        state.setdefault("output.weight", state["src_embed.weight"])
+    expected = model.state_dict()
+    missing, unexpected = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
+    if missing or unexpected:
+        raise RunError(
+            folder, "model.pt", f"does not fit config.json: missing weights {missing[:5]}, unexpected {unexpected[:5]}"
+        )
+    for name, value in state.items():
+        if value.shape != expected[name].shape:
+            raise RunError(
+                folder,
+                "model.pt",
+                f"weight {name} has shape {tuple(value.shape)}, config.json implies {tuple(expected[name].shape)}",
+            )
+    return state
+
+
 def load_run(path: str | Path, device: torch.device | str = "cpu") -> Run:
-    """Load a run folder written by :func:`save_run`.
+    """Load and validate a run folder written by :func:`save_run`.
 
     Args:
         path: the run folder.
@@ -108,8 +258,9 @@ def load_run(path: str | Path, device: torch.device | str = "cpu") -> Run:
 
     Raises:
         FileNotFoundError: the folder or one of ``config.json``, ``model.pt``, ``tokenizer.json`` is missing.
-        ValueError: ``config.json`` names a field the model's or training config does not know (see
-            ``lib.config.Config.from_dict``).
+        RunError: a file differs from the manifest; ``config.json`` is not valid JSON, names an unknown field
+            or lacks a required one; the weights do not fit the config; the tokenizer's size differs from the
+            model's vocabulary. ``RunError`` is a ``ValueError``; its message names the file and the field.
     """
     folder = Path(path)
     missing = [f for f in _FILES if not (folder / f).is_file()]
@@ -118,31 +269,36 @@ def load_run(path: str | Path, device: torch.device | str = "cpu") -> Run:
             f"{folder} is not a complete run folder: missing {', '.join(missing)} "
             "(train one with `python -m lib.train --out DIR ...`)"
         )
-    config = json.loads((folder / "config.json").read_text())
-    if config["model"].get("architecture") == "seq2seq":  # a recurrent encoder–decoder (lib.seq2seq)
-        mconf = Seq2SeqConfig.from_dict(config["model"])
-        model = Seq2Seq(mconf)
-    else:
-        mconf = TransformerConfig.from_dict(config["model"])
-        model = Transformer(mconf)
-    state = torch.load(folder / "model.pt", map_location="cpu", weights_only=True)
-    state = {k: v.float() if v.is_floating_point() else v for k, v in state.items()}
-    if mconf.share_embeddings:
-        state.setdefault("tgt_embed.weight", state["src_embed.weight"])
-        state.setdefault("output.weight", state["src_embed.weight"])
-    model.load_state_dict(state)
+    _verify_manifest(folder)
+    config = _read_json(folder, "config.json")
+    mconf = _model_config(folder, config)
+    try:
+        train_config = None if config.get("train") is None else TrainConfig.from_dict(config["train"])
+    except (TypeError, ValueError) as err:
+        raise RunError(folder, "config.json", f"train: {err}") from None
+    model = Seq2Seq(mconf) if isinstance(mconf, Seq2SeqConfig) else Transformer(mconf)
+    model.load_state_dict(_load_state(folder, model, mconf.share_embeddings))
     model.to(device).eval()
-
-    def read(name, default):
-        f = folder / name
-        return json.loads(f.read_text()) if f.is_file() else default
-
+    try:
+        tokenizer = load_tokenizer(folder / "tokenizer.json")
+    except Exception as err:  # the tokenizers library raises its own exception type for a damaged file
+        raise RunError(folder, "tokenizer.json", f"not a usable tokenizer ({err})") from None
+    vocab = mconf.vocab_size if isinstance(mconf, Seq2SeqConfig) else mconf.src_vocab_size
+    if tokenizer.get_vocab_size() != vocab:
+        raise RunError(
+            folder,
+            "tokenizer.json",
+            f"has {tokenizer.get_vocab_size():,} tokens but the model's embedding has {vocab:,} rows: "
+            "the tokenizer belongs to another run",
+        )
+    history = _read_json(folder, "history.json") if (folder / "history.json").is_file() else []
+    results = _read_json(folder, "results.json") if (folder / "results.json").is_file() else {}
     return Run(
         model=model,
-        tokenizer=load_tokenizer(folder / "tokenizer.json"),
+        tokenizer=tokenizer,
         config=mconf,
-        train_config=None if config.get("train") is None else TrainConfig.from_dict(config["train"]),
-        history=read("history.json", []),
-        results=read("results.json", {}),
+        train_config=train_config,
+        history=history,
+        results=results,
         path=folder,
     )

@@ -47,6 +47,13 @@ __all__ = [
 ]
 
 
+def _check_lengths(seq_lens: Any) -> None:
+    if isinstance(seq_lens, (str, bytes)) or not isinstance(seq_lens, Sequence):
+        raise TypeError(f"seq_lens must be a list of sequence lengths, got {type(seq_lens).__name__}")
+    if len(seq_lens) == 0:
+        raise ValueError("seq_lens must name at least one sequence length")
+
+
 def _positive_int(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -295,10 +302,10 @@ def attention_cost(
         One :class:`AttentionCost` per n, in the order of ``seq_lens``.
 
     Raises:
+        TypeError: ``seq_lens`` is not a list of lengths.
         ValueError: an empty ``seq_lens`` or a size that is not a positive integer.
     """
-    if len(seq_lens) == 0:
-        raise ValueError("seq_lens must name at least one sequence length")
+    _check_lengths(seq_lens)
     for value, name in ((batch, "batch"), (heads, "heads"), (d_k, "d_k"), (repeats, "repeats")):
         _positive_int(value, name)
     rows = []
@@ -446,10 +453,10 @@ def scaling_cost(
         One :class:`ScalingPoint` per method and length, ordered by length, then by method.
 
     Raises:
+        TypeError: ``seq_lens`` is not a list of lengths.
         ValueError: empty or non-increasing ``seq_lens``; a size < 1; an empty ``methods``.
     """
-    if len(seq_lens) == 0:
-        raise ValueError("seq_lens must name at least one sequence length")
+    _check_lengths(seq_lens)
     for n in seq_lens:
         _positive_int(n, "each of seq_lens")
     if any(b <= a for a, b in itertools.pairwise(seq_lens)):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import gzip
 import hashlib
+import numbers
 import os
 import random
 import shutil
@@ -229,6 +230,50 @@ def load_multi30k(split: str, root: str | os.PathLike | None = None, download: b
 Example = tuple[Sequence[int], Sequence[int]]  # (source ids, target ids), no special tokens
 
 
+def _check_int(value: object, name: str, minimum: int | None = None) -> int:
+    """``value`` as an int; a bool, float (NaN included) or str is a TypeError, one below ``minimum`` a ValueError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _check_examples(examples: Sequence[Example]) -> list[tuple[int, int]]:
+    """The ``(len(source), len(target))`` of each example; each must be a pair of id sequences."""
+    if isinstance(examples, (str, bytes)) or not (hasattr(examples, "__len__") and hasattr(examples, "__getitem__")):
+        raise TypeError(f"examples must be a list of (source_ids, target_ids) pairs, got {type(examples).__name__}")
+    lengths = []
+    for i, example in enumerate(examples):
+        try:
+            src, tgt = example
+            if isinstance(src, (str, bytes)) or isinstance(tgt, (str, bytes)):
+                raise TypeError("token ids, not text")
+            lengths.append((len(src), len(tgt)))
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"examples must hold (source_ids, target_ids) pairs of id lists, examples[{i}] is {example!r:.60}"
+            ) from None
+    return lengths
+
+
+def _as_row(row: object, i: int) -> Tensor:
+    """One row of :func:`pad_batch` as a 1-D long tensor; floats, bools and nested lists are refused."""
+    if isinstance(row, (str, bytes)):
+        raise TypeError(f"rows must hold sequences of int ids, rows[{i}] is a {type(row).__name__}")
+    try:
+        t = row.detach().cpu() if isinstance(row, Tensor) else torch.as_tensor(list(row))
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise TypeError(f"rows must hold sequences of int ids, rows[{i}] is {row!r:.60} ({err})") from None
+    if t.numel() == 0:
+        return torch.zeros(0, dtype=torch.long)
+    if t.dim() != 1:
+        raise TypeError(f"rows must hold flat sequences of int ids, rows[{i}] has shape {tuple(t.shape)}")
+    if t.dtype == torch.bool or t.is_floating_point() or t.is_complex():
+        raise TypeError(f"rows must hold int ids, rows[{i}] holds {t.dtype} values: {row!r:.60}")
+    return t.long()
+
+
 def encode_pairs(
     pairs: Sequence[tuple[str, str]], tokenizer, max_len: int | None = None
 ) -> list[tuple[list[int], list[int]]]:
@@ -243,10 +288,16 @@ def encode_pairs(
         list of ``(source_ids, target_ids)``, in the order of ``pairs`` (minus any dropped).
 
     Raises:
+        TypeError: ``max_len`` is not an int or None; ``pairs`` does not hold ``(str, str)`` pairs.
         ValueError: ``max_len`` is given and smaller than 1.
     """
-    if max_len is not None and max_len < 1:
+    if max_len is not None and _check_int(max_len, "max_len") < 1:
         raise ValueError(f"max_len must be a positive int or None, got {max_len!r}")
+    if isinstance(pairs, (str, bytes)) or not (hasattr(pairs, "__len__") and hasattr(pairs, "__iter__")):
+        raise TypeError(f"pairs must be a list of (source, target) strings, got {type(pairs).__name__}")
+    for i, pair in enumerate(pairs):
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
+            raise TypeError(f"pairs must hold (source, target) strings, pairs[{i}] is {pair!r:.60}")
     if len(pairs) == 0:
         return []
     sources = tokenizer.encode_batch([p[0] for p in pairs], add_special_tokens=False)
@@ -276,14 +327,15 @@ def token_batches(examples: Sequence[Example], max_tokens: int, shuffle: bool = 
         list of batches, each a list of indices into ``examples``; every index appears exactly once.
 
     Raises:
+        TypeError: ``max_tokens`` is not an int (a float, NaN included, would make the budget meaningless);
+            ``examples`` does not hold ``(source_ids, target_ids)`` pairs.
         ValueError: ``max_tokens`` < 1.
 
     Source: batching by approximate length, Vaswani et al. (2017), §5.1.
     """
-    if max_tokens < 1:
-        raise ValueError(f"max_tokens must be >= 1, got {max_tokens!r}")
+    _check_int(max_tokens, "max_tokens", minimum=1)
+    lengths = _check_examples(examples)
     rng = random.Random(seed)
-    lengths = [(len(src), len(tgt)) for src, tgt in examples]
     jitter = [rng.uniform(0.0, 2.0) for _ in lengths] if shuffle else [0.0] * len(lengths)
 
     def key(i: int) -> tuple[float, int, int]:
@@ -360,18 +412,23 @@ def pad_batch(rows: Sequence[Sequence[int]], pad_id: int = PAD_ID, width: int | 
         ``(len(rows), width)`` long tensor; row i holds ``rows[i]`` then ``pad_id``.
 
     Raises:
+        TypeError: ``rows`` is not a sequence of int-id sequences (floats, bools, strings and nested lists are
+            refused); ``pad_id`` or ``width`` is not an int.
         ValueError: no rows, or a row longer than ``width``.
     """
+    if isinstance(rows, (str, bytes)) or not (hasattr(rows, "__len__") and hasattr(rows, "__iter__")):
+        raise TypeError(f"rows must be a list of token-id sequences, got {type(rows).__name__}")
+    pad_id = _check_int(pad_id, "pad_id")
     if len(rows) == 0:
-        raise ValueError("pad_batch needs at least one row, got none")
-    rows = [r.tolist() if isinstance(r, Tensor) else list(r) for r in rows]
-    longest = max(len(r) for r in rows)
-    width = longest if width is None else width
+        raise ValueError("pad_batch needs at least one row in rows, got none")
+    tensors = [_as_row(r, i) for i, r in enumerate(rows)]
+    longest = max(len(t) for t in tensors)
+    width = longest if width is None else _check_int(width, "width")
     if longest > width:
         raise ValueError(f"a row of {longest} tokens does not fit width={width}")
-    out = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    for i, r in enumerate(rows):
-        out[i, : len(r)] = torch.as_tensor(r, dtype=torch.long)
+    out = torch.full((len(tensors), width), pad_id, dtype=torch.long)
+    for i, t in enumerate(tensors):
+        out[i, : len(t)] = t
     return out
 
 
@@ -389,10 +446,14 @@ def collate(examples: Sequence[Example], pad_id: int, bos_id: int, eos_id: int) 
         ``(batch, max_tgt + 1)``.
 
     Raises:
+        TypeError: ``examples`` does not hold pairs of int-id sequences; a special id is not an int.
         ValueError: ``examples`` is empty.
     """
+    _check_examples(examples)
     if len(examples) == 0:
         raise ValueError("examples must hold at least one (source_ids, target_ids) pair, got none")
+    for value, name in ((pad_id, "pad_id"), (bos_id, "bos_id"), (eos_id, "eos_id")):
+        _check_int(value, name)
     src = [list(s) + [eos_id] for s, _ in examples]
     tgt_in = [[bos_id] + list(t) for _, t in examples]
     tgt_out = [list(t) + [eos_id] for _, t in examples]
@@ -421,6 +482,7 @@ def make_batches(
         list of :class:`Batch` covering every example exactly once.
 
     Raises:
+        TypeError: ``max_tokens`` is not an int; ``examples`` does not hold pairs of int-id sequences.
         ValueError: ``max_tokens`` < 1.
     """
     return [

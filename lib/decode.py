@@ -12,6 +12,9 @@ lp(Y) = ((5 + |Y|) / 6)^α is from Wu et al. (2016), "Google's Neural Machine Tr
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import torch
 from torch import Tensor
 
@@ -21,13 +24,31 @@ from .special_tokens import BOS_ID, EOS_ID, PAD_ID
 __all__ = ["greedy_decode", "beam_search", "length_penalty"]
 
 
-def _max_steps(model: EncoderDecoder, src: Tensor, max_len: int | None) -> int:
-    if src.dim() != 2:
-        raise ValueError(f"src must be token ids of shape (batch, seq_s), got {tuple(src.shape)}")
+def _check_int(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
+    return int(value)
+
+
+def _max_steps(model: EncoderDecoder, src: Tensor, max_len: int | None, bos_id: int, eos_id: int) -> int:
+    """Check the arguments every decoder shares; the number of steps to run."""
+    if not isinstance(model, EncoderDecoder):
+        raise TypeError(
+            f"model must be an encoder-decoder with encode, decode and new_cache (lib.interfaces.EncoderDecoder), "
+            f"got {type(model).__name__}"
+        )
+    if not isinstance(src, Tensor):
+        raise TypeError(f"src must be a torch.Tensor of token ids (batch, seq_s), got {type(src).__name__}")
+    if src.dim() != 2 or src.dtype not in (torch.long, torch.int):
+        raise ValueError(f"src must be integer token ids of shape (batch, seq_s), got {tuple(src.shape)} {src.dtype}")
+    vocab = getattr(model.config, "tgt_vocab_size", getattr(model.config, "vocab_size", None))
+    for value, name in ((bos_id, "bos_id"), (eos_id, "eos_id")):
+        if _check_int(value, name) < 0 or (vocab is not None and value >= vocab):
+            raise ValueError(f"{name} must be an id of the target vocabulary [0, {vocab}), got {value}")
     limit = model.config.max_len
     if max_len is None:
         max_len = int(1.5 * src.size(1)) + 10
-    if max_len < 1:
+    if _check_int(max_len, "max_len") < 1:
         raise ValueError(f"max_len must be at least 1, got {max_len}")
     return min(max_len, limit)
 
@@ -56,13 +77,15 @@ def greedy_decode(
         One list of token ids per sentence, without BOS and EOS.
 
     Raises:
-        ValueError: src not ``(batch, seq_s)`` integer ids; max_len < 1.
+        TypeError: model is not an ``EncoderDecoder``; src is not a tensor; max_len, bos_id or eos_id is not an int.
+        ValueError: src not ``(batch, seq_s)`` integer ids; max_len < 1; bos_id or eos_id outside the target
+            vocabulary.
 
     Source: Sutskever et al. 2014, "Sequence to Sequence Learning with Neural Networks", §3.2 (left-to-right
     decoding; greedy is their beam search with a beam of size 1).
     """
+    steps = _max_steps(model, src, max_len, bos_id, eos_id)
     model.eval()
-    steps = _max_steps(model, src, max_len)
     memory, src_mask = model.encode(src)
     batch = src.size(0)
     cache = model.new_cache()
@@ -91,8 +114,18 @@ def length_penalty(length: Tensor, alpha: float) -> Tensor:
     Returns:
         lp(Y), shaped like ``length``.
 
+    Raises:
+        TypeError: length is not a tensor or alpha not a number.
+        ValueError: alpha is not finite.
+
     Source: Wu et al. 2016, "Google's Neural Machine Translation System", §7, Eq. (14).
     """
+    if not isinstance(length, Tensor):
+        raise TypeError(f"length must be a torch.Tensor of hypothesis lengths, got {type(length).__name__}")
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
+        raise TypeError(f"alpha must be a number (0.6 in Vaswani et al. 2017), got {alpha!r}")
+    if not math.isfinite(alpha):
+        raise ValueError(f"alpha must be finite, got {alpha}")
     return ((5.0 + length) / 6.0) ** alpha
 
 
@@ -123,14 +156,19 @@ def beam_search(
         The best hypothesis per sentence as token ids, without BOS and EOS.
 
     Raises:
-        ValueError: beam_size < 1; bad src or max_len.
+        TypeError: beam_size is not an int, alpha not a number; as :func:`greedy_decode`.
+        ValueError: beam_size < 1; alpha not finite; bad src, max_len, bos_id or eos_id (as :func:`greedy_decode`).
 
     Source: Vaswani et al. 2017, §6.1; Wu et al. 2016, §7.
     """
-    if beam_size < 1:
+    if _check_int(beam_size, "beam_size") < 1:
         raise ValueError(f"beam_size must be at least 1, got {beam_size}")
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
+        raise TypeError(f"alpha must be a number (0.6 in Vaswani et al. 2017), got {alpha!r}")
+    if not math.isfinite(alpha):
+        raise ValueError(f"alpha must be finite, got {alpha}")
+    steps = _max_steps(model, src, max_len, bos_id, eos_id)
     model.eval()
-    steps = _max_steps(model, src, max_len)
     memory, src_mask = model.encode(src)
     batch, k, device = src.size(0), beam_size, src.device
     memory = memory.repeat_interleave(k, dim=0)  # (batch·K, seq_s, d_model)

@@ -65,7 +65,10 @@ _SELF_SCORE = -1e5  # Reformer's score for "attend to yourself" when it is maske
 
 
 def _positive_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    """``value`` as an int >= 1; a bool, float or str is a TypeError, an int < 1 a ValueError."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be a positive integer (>= 1), got {value!r} ({type(value).__name__})")
+    if value < 1:
         raise ValueError(f"{name} must be a positive integer (>= 1), got {value!r}")
     return value
 
@@ -74,9 +77,17 @@ def _check_qkv(query: Tensor, key: Tensor, value: Tensor, self_attention: bool) 
     """Shapes ``(..., seq, d)`` with equal leading dimensions; d_k of query and key, seq of key and value agree."""
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, Tensor):
-            raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
         if t.dim() < 2:
             raise ValueError(f"{name} needs at least 2 dimensions (..., seq, features), got shape {tuple(t.shape)}")
+        if not t.is_floating_point():
+            raise ValueError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
+    for name, t in (("key", key), ("value", value)):
+        if t.dtype != query.dtype or t.device != query.device:
+            raise ValueError(
+                f"query, key and value must share one dtype and device, got query {query.dtype} on {query.device} "
+                f"and {name} {t.dtype} on {t.device}"
+            )
     if not (query.shape[:-2] == key.shape[:-2] == value.shape[:-2]):
         raise ValueError(
             "query, key and value must agree on their leading dimensions (batch, heads), got "
@@ -90,8 +101,8 @@ def _check_qkv(query: Tensor, key: Tensor, value: Tensor, self_attention: bool) 
         raise ValueError(f"key and value must have the same length seq_k, got {key.size(-2)} and {value.size(-2)}")
     if self_attention and query.size(-2) != key.size(-2):
         raise ValueError(
-            f"this attention needs seq_q == seq_k (self-attention over one sequence), got {query.size(-2)} "
-            f"queries and {key.size(-2)} keys"
+            f"this attention needs seq_q == seq_k (self-attention over one sequence), got query of length "
+            f"{query.size(-2)} and key of length {key.size(-2)}"
         )
     if query.size(-2) < 1 or key.size(-2) < 1:
         raise ValueError("the sequences must hold at least one position")
@@ -147,6 +158,7 @@ def sliding_window_mask(
         ``(batch, heads, seq_len, seq_len)``. Plot it with ``lib.plots.plot_mask``.
 
     Raises:
+        TypeError: seq_len or window is not an int.
         ValueError: seq_len < 1, window < 1, or global positions that are out of range or repeated.
 
     Source: Beltagy et al. 2020, "Longformer", §3.1 (sliding window, global attention), Fig. 2.
@@ -372,8 +384,9 @@ def linear_attention(
         :func:`linear_attention_quadratic`).
 
     Raises:
-        ValueError: shape mismatches (leading dimensions, d_k, seq_k; seq_q != seq_k when causal); an unknown
-            feature map; chunk_size < 1.
+        TypeError: query, key or value is not a tensor; chunk_size is not an int.
+        ValueError: inputs not floating point or of different dtypes or devices; shape mismatches (leading
+            dimensions, d_k, seq_k; seq_q != seq_k when causal); an unknown feature map; chunk_size < 1.
 
     Source: Katharopoulos et al. 2020, "Transformers are RNNs", §3.2, Eq. (4)–(6) (non-causal), (7) (φ),
     §3.3, Eq. (8)–(10) (causal).
@@ -411,6 +424,7 @@ def linear_attention_quadratic(
         weights: ``(batch, heads, n_q, n_k)``, non-negative, rows sum to 1 (zero above the diagonal if causal).
 
     Raises:
+        TypeError: as :func:`linear_attention`.
         ValueError: as :func:`linear_attention`.
 
     Source: Katharopoulos et al. 2020, Eq. (2)–(4).
@@ -454,6 +468,7 @@ def random_projection(
         ``(num_features, d_k)`` tensor W.
 
     Raises:
+        TypeError: num_features or d_k is not an int.
         ValueError: num_features < 1 or d_k < 1; a seed that is not an integer; a dtype that is not floating
             point.
 
@@ -487,6 +502,8 @@ def _check_projection(x: Tensor, projection: Tensor) -> None:
         raise ValueError(
             f"projection must be a (num_features, d_k) tensor, got {getattr(projection, 'shape', projection)!r}"
         )
+    if isinstance(x, Tensor) and not x.is_floating_point():
+        raise ValueError(f"x must be a floating-point tensor, got dtype {x.dtype}")
     if not isinstance(x, Tensor) or x.dim() < 1 or x.size(-1) != projection.size(1):
         raise ValueError(
             f"x must have d_k = {projection.size(1)} features in its last dimension (the projection's columns), "
@@ -557,7 +574,9 @@ def performer_attention(
         weights: None.
 
     Raises:
-        ValueError: num_features < 1; shape mismatches; chunk_size < 1.
+        TypeError: query, key or value is not a tensor; num_features or chunk_size is not an int.
+        ValueError: num_features < 1; chunk_size < 1; inputs not floating point or of different dtypes; shape
+            mismatches.
 
     Source: Choromanski et al. 2021, "Rethinking Attention with Performers", §2.2 (the re-associated product;
     unidirectional attention by prefix sums), §2.3 (Lemma 1, positive random features), §2.4 (orthogonal features).
@@ -617,12 +636,15 @@ def lsh_rotations(
         :func:`lsh_hash`.
 
     Raises:
+        TypeError: d_k, num_buckets, num_hashes or seed is not an int.
         ValueError: d_k < 1, num_hashes < 1, num_buckets < 1 or odd and > 1.
 
     Source: Kitaev et al. 2020, §2 ("Hashing attention"), after Andoni et al. 2015.
     """
     _positive_int(d_k, "d_k")
     _check_buckets(num_buckets, num_hashes)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an integer, got {seed!r}")
     gen = torch.Generator().manual_seed(seed)
     return torch.randn(num_hashes, d_k, max(num_buckets // 2, 1), generator=gen, dtype=torch.float64).to(dtype)
 
@@ -641,6 +663,7 @@ def lsh_hash(x: Tensor, rotations: Tensor, num_buckets: int | None = None) -> Te
         ``(..., num_hashes, seq)`` long tensor of bucket ids.
 
     Raises:
+        TypeError: num_buckets is not an int.
         ValueError: rotations not 3-D or of another d_k than x; num_buckets that does not match the rotations.
 
     Source: Kitaev et al. 2020, §2, the hash h(x) = argmax([xR; −xR]).
@@ -701,6 +724,7 @@ def lsh_mask(
         ``(..., n, n)`` bool tensor, ``True`` = may attend (``O(n²)``: for plotting and checking).
 
     Raises:
+        TypeError: as :func:`lsh_attention`.
         ValueError: as :func:`lsh_attention`.
 
     Source: Kitaev et al. 2020, §2, the sets P̃_i (Eq. 5 and Fig. 2).

@@ -17,7 +17,6 @@ import json
 import os
 import pickle
 import random
-import tempfile
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from torch import nn
 
 from .data import make_batches, pad_batch
 from .decode import greedy_decode
+from .files import atomic_torch_save
 from .seq2seq import Seq2Seq, Seq2SeqConfig
 from .special_tokens import BOS_ID, EOS_ID, PAD_ID
 from .training import TrainConfig, TrainResult, evaluate_loss, train, translation_batches
@@ -267,20 +267,15 @@ def reversal_experiment(
         torch.set_num_threads(threads)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-        with os.fdopen(fd, "wb") as f:
-            torch.save(
-                dict(
-                    model=model.state_dict(),
-                    accuracy=asdict(accuracy),
-                    history=result.history,
-                    steps=result.steps,
-                    minutes=result.minutes,
-                    settings=settings,
-                ),
-                f,
-            )
-        os.replace(tmp, path)
+        state = dict(
+            model=model.state_dict(),
+            accuracy=asdict(accuracy),
+            history=result.history,
+            steps=result.steps,
+            minutes=result.minutes,
+            settings=settings,
+        )
+        atomic_torch_save(state, path)
     except OSError as err:  # an unwritable cache only costs a retrain next time
         warnings.warn(
             f"could not write the experiment cache {path} ({err}); it will be trained again next time", stacklevel=2

@@ -18,6 +18,8 @@ LayerNorm).
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 from typing import ClassVar, Literal, overload
 
@@ -27,11 +29,28 @@ from torch import Tensor, nn
 
 from .attention import causal_mask
 from .config import Config
-from .interfaces import AttentionMaps
+from .interfaces import AttentionMaps, check_config_types
 from .special_tokens import PAD_ID
 from .transformer import EncoderLayer
 
 __all__ = ["GPTConfig", "GPT", "lm_loss", "generate"]
+
+_ACTIVATIONS = ("gelu", "relu")
+
+
+def _check_int(value: object, name: str, minimum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return int(value)
+
+
+def _check_ids(ids: Tensor, name: str) -> None:
+    if not isinstance(ids, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of token ids, got {type(ids).__name__}")
+    if ids.dtype != torch.long:
+        raise ValueError(f"{name} must be a LongTensor of token ids, got dtype {ids.dtype}")
 
 
 @dataclass
@@ -49,7 +68,10 @@ class GPTConfig(Config):
         activation: ``"gelu"`` (GPT) or ``"relu"``.
 
     Raises:
-        ValueError: non-positive sizes, dropout outside [0, 1).
+        TypeError: a field of the wrong type (``"128"`` for an int, ``1`` for a bool): see
+            :func:`lib.interfaces.check_config_types`.
+        ValueError: non-positive sizes, d_model not divisible by num_heads, dropout outside [0, 1), pad_id outside
+            the vocabulary, an unknown activation.
 
     Source: Radford et al. 2018, §4.1 "Model specifications".
     """
@@ -68,11 +90,18 @@ class GPTConfig(Config):
     PRESETS: ClassVar[tuple[str, ...]] = ("tiny", "gpt1")
 
     def __post_init__(self) -> None:
+        check_config_types(self)
         for name in ("vocab_size", "d_model", "num_heads", "num_layers", "d_ff", "max_len"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.d_model % self.num_heads != 0:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if not 0 <= self.pad_id < self.vocab_size:
+            raise ValueError(f"pad_id must be in [0, vocab_size={self.vocab_size}), got {self.pad_id}")
+        if self.activation not in _ACTIVATIONS:
+            raise ValueError(f"activation must be one of {_ACTIVATIONS}, got {self.activation!r}")
 
     @classmethod
     def tiny(cls, vocab_size: int, **overrides) -> GPTConfig:
@@ -112,11 +141,16 @@ class GPT(nn.Module):
     Args:
         config: the model's sizes (:class:`GPTConfig`).
 
+    Raises:
+        TypeError: ``config`` is not a :class:`GPTConfig`.
+
     Source: Radford et al. 2018, §3.1, Eq. (2).
     """
 
     def __init__(self, config: GPTConfig) -> None:
         super().__init__()
+        if not isinstance(config, GPTConfig):
+            raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
         c = config
         self.config = c
         self.token_embed = nn.Embedding(c.vocab_size, c.d_model)  # W_e
@@ -154,6 +188,17 @@ class GPT(nn.Module):
         """
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
 
+    def _check(self, ids: Tensor, name: str) -> None:
+        """``(batch, seq)`` long ids inside the vocabulary, ``seq <= max_len``."""
+        c = self.config
+        _check_ids(ids, name)
+        if ids.dim() != 2:
+            raise ValueError(f"{name} must be a (batch, seq) LongTensor, got {tuple(ids.shape)} {ids.dtype}")
+        if ids.size(1) > c.max_len:
+            raise ValueError(f"sequence length {ids.size(1)} exceeds max_len={c.max_len} (the learned positions)")
+        if ids.numel() and (ids.min() < 0 or ids.max() >= c.vocab_size):
+            raise ValueError(f"{name} must be in [0, vocab_size={c.vocab_size})")
+
     @overload
     def forward(self, ids: Tensor, return_attention: Literal[False] = False) -> Tensor: ...
 
@@ -172,17 +217,12 @@ class GPT(nn.Module):
             AttentionMaps)`` whose ``decoder`` list holds one causal ``(batch, heads, seq, seq)`` map per layer.
 
         Raises:
+            TypeError: ids is not a tensor.
             ValueError: wrong shape/dtype, ids outside the vocabulary, or ``seq > max_len``.
 
         Source: Radford et al. 2018, §3.1, Eq. (2).
         """
-        c = self.config
-        if ids.dim() != 2 or ids.dtype != torch.long:
-            raise ValueError(f"ids must be a (batch, seq) LongTensor, got {tuple(ids.shape)} {ids.dtype}")
-        if ids.size(1) > c.max_len:
-            raise ValueError(f"sequence length {ids.size(1)} exceeds max_len={c.max_len} (the learned positions)")
-        if ids.numel() and (ids.min() < 0 or ids.max() >= c.vocab_size):
-            raise ValueError(f"ids must be in [0, vocab_size={c.vocab_size})")
+        self._check(ids, "ids")
         positions = torch.arange(ids.size(1), device=ids.device)
         h = self.dropout(self.token_embed(ids) + self.position_embed(positions)[None])  # h₀ = U W_e + W_p
         mask = causal_mask(ids.size(1), ids.device)  # (seq, seq)
@@ -209,17 +249,29 @@ def lm_loss(logits: Tensor, ids: Tensor, pad_id: int = PAD_ID) -> Tensor:
         scalar tensor: nats per predicted token (exp of it is the perplexity).
 
     Raises:
-        ValueError: shapes do not match or seq < 2.
+        TypeError: logits or ids is not a tensor; pad_id is not an int.
+        ValueError: shapes do not match; seq < 2; logits not floating point or ids not a LongTensor; no target
+            token to score (every target is ``pad_id``: the mean over no token would be NaN).
 
     Source: Radford et al. 2018, §3.1, Eq. (1) (maximising L₁ = minimising this loss).
     """
-    if logits.dim() != 3 or logits.shape[:2] != ids.shape:
+    if not isinstance(logits, Tensor):
+        raise TypeError(f"logits must be a torch.Tensor (batch, seq, vocab), got {type(logits).__name__}")
+    _check_ids(ids, "ids")
+    pad_id = _check_int(pad_id, "pad_id")
+    if logits.dim() != 3 or logits.shape[:2] != ids.shape or not logits.is_floating_point():
         raise ValueError(
-            f"logits (batch, seq, vocab) {tuple(logits.shape)} and ids (batch, seq) {tuple(ids.shape)} do not match"
+            f"logits (batch, seq, vocab) {tuple(logits.shape)} {logits.dtype} and ids (batch, seq) "
+            f"{tuple(ids.shape)} do not match"
         )
     if ids.size(1) < 2:
-        raise ValueError("need at least 2 tokens per row to predict one")
+        raise ValueError("ids needs at least 2 tokens per row to predict one")
     pred, target = logits[:, :-1], ids[:, 1:]  # shift: t predicts t + 1
+    if not (target != pad_id).any():
+        raise ValueError(
+            f"ids has no target token to score: every target ids[:, 1:] is pad_id={pad_id}, so the mean loss "
+            "would be NaN"
+        )
     return F.cross_entropy(pred.reshape(-1, pred.size(-1)), target.reshape(-1), ignore_index=pad_id)
 
 
@@ -252,17 +304,29 @@ def generate(
         ``(batch, seq + new)`` (or ``(seq + new,)`` for a 1-D prompt) with the prompt first.
 
     Raises:
-        ValueError: temperature < 0, top_k < 1, max_new_tokens < 0, an empty prompt or one longer than max_len.
+        TypeError: model is not a :class:`GPT`; prompt_ids not a tensor; max_new_tokens, top_k or eos_id not an
+            int; temperature not a number; generator not a ``torch.Generator``.
+        ValueError: temperature < 0 or not finite, top_k < 1, max_new_tokens < 0, an empty prompt or one longer
+            than max_len, prompt ids that are not long integers inside the vocabulary.
 
     Source: temperature sampling (Ackley, Hinton, Sejnowski 1985; Radford et al. 2019 §3); top-k sampling: Fan,
     Lewis, Dauphin (2018), "Hierarchical Neural Story Generation", §5.4.
     """
-    if temperature < 0:
-        raise ValueError(f"temperature must be >= 0 (0 = greedy), got {temperature}")
-    if top_k is not None and top_k < 1:
+    if not isinstance(model, GPT):
+        raise TypeError(f"model must be a GPT, got {type(model).__name__}")
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
+        raise TypeError(f"temperature must be a number >= 0, got {temperature!r}")
+    if not (math.isfinite(temperature) and temperature >= 0):
+        raise ValueError(f"temperature must be >= 0 (0 = greedy) and finite, got {temperature}")
+    if top_k is not None and _check_int(top_k, "top_k") < 1:
         raise ValueError(f"top_k must be >= 1 or None, got {top_k}")
-    if max_new_tokens < 0:
+    if _check_int(max_new_tokens, "max_new_tokens") < 0:
         raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+    if eos_id is not None:
+        _check_int(eos_id, "eos_id")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    _check_ids(prompt_ids, "prompt_ids")
     squeeze = prompt_ids.dim() == 1
     ids = prompt_ids[None] if squeeze else prompt_ids
     if ids.dim() != 2 or ids.size(1) < 1:
@@ -270,6 +334,7 @@ def generate(
     max_len = model.config.max_len
     if ids.size(1) > max_len:
         raise ValueError(f"prompt of {ids.size(1)} tokens is longer than the model's max_len={max_len}")
+    model._check(ids, "prompt_ids")
     was_training = model.training
     model.eval()
     finished = torch.zeros(ids.size(0), dtype=torch.bool, device=ids.device)

@@ -16,17 +16,23 @@ BERT (encoder-only)    every layer    –               –
 Decoding (``lib.decode``), translation (``lib.translate``) and run folders (``lib.checkpoint``) work with
 any model that has the methods of :class:`EncoderDecoder`: the Transformer and both recurrent models do.
 
+Every model config checks the types of its fields with :func:`check_config_types` before it checks their
+values, so that a hand-edited JSON config (``"d_model": "512"``, ``"norm_first": 1``) fails with a message that
+names the field instead of a traceback from inside torch.
+
 This module imports only torch: models import it, and so does everything above them.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import numbers
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from torch import Tensor, nn
 
-__all__ = ["AttentionMaps", "DecoderCache", "ModelConfig", "EncoderDecoder"]
+__all__ = ["AttentionMaps", "DecoderCache", "ModelConfig", "EncoderDecoder", "check_config_types"]
 
 
 @dataclass
@@ -62,7 +68,12 @@ class AttentionMaps:
 
         Returns:
             A new :class:`AttentionMaps` whose tensors are views of these.
+
+        Raises:
+            TypeError: ``index`` is neither an int nor a slice.
         """
+        if isinstance(index, bool) or not isinstance(index, (int, slice)):
+            raise TypeError(f"index must be an int or a slice of the batch, got {type(index).__name__}")
         pick = slice(index, index + 1) if isinstance(index, int) else index
         return AttentionMaps(*([w[pick] for w in getattr(self, name)] for name in ("encoder", "decoder", "cross")))
 
@@ -163,3 +174,47 @@ class EncoderDecoder(Protocol):
         Returns:
             The model itself.
         """
+
+
+# The annotations check_config_types knows: a value must be an instance of one of the types, and never a bool
+# where a number belongs (True is an int to Python, but ``num_heads=True`` is a mistake).
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "int": (numbers.Integral,),
+    "float": (numbers.Real,),
+    "bool": (bool,),
+    "str": (str,),
+    "None": (type(None),),
+}
+
+
+def check_config_types(config: Any) -> None:
+    """Check every field of a config dataclass against its annotation, before its values are checked.
+
+    An ``int`` field needs an integer (not a bool, not ``2.5``, not ``"512"``), a ``float`` field a real number
+    (an int is fine, a bool or a str is not), a ``bool`` field a bool (not ``1``, not ``"yes"``), a ``str`` field
+    a str; ``X | None`` also allows None. Fields with other annotations are not checked. The values themselves
+    (ranges, NaN) are the config's own ``__post_init__``'s business.
+
+    Args:
+        config: a dataclass instance, e.g. a ``TransformerConfig`` being built.
+
+    Raises:
+        TypeError: a field holds a value of the wrong type; the message names the field, the expected type and
+            the value.
+    """
+    for f in dataclasses.fields(config):
+        annotation = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+        names = [part.strip() for part in annotation.split("|")]
+        if not names or any(name not in _FIELD_TYPES for name in names):
+            continue  # an annotation this check does not know
+        value = getattr(config, f.name)
+        wants_bool = "bool" in names
+        if isinstance(value, bool) and not wants_bool:
+            ok = False
+        else:
+            ok = any(isinstance(value, t) for name in names for t in _FIELD_TYPES[name])
+        if not ok:
+            expected = " or ".join(names)
+            raise TypeError(
+                f"{type(config).__name__}.{f.name} must be {expected}, got {value!r} ({type(value).__name__})"
+            )

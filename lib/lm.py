@@ -13,6 +13,7 @@ Source: Devlin et al. (2019), §3.1 and Appendix A.2; Radford et al. (2018), §3
 
 from __future__ import annotations
 
+import numbers
 import random
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -24,6 +25,12 @@ from .data import pad_batch
 from .special_tokens import BOS_ID, EOS_ID, PAD_ID
 
 __all__ = ["sentence_batches", "gpt_sequences", "collate_pairs", "unigram_counts"]
+
+
+def _check_int(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
+    return int(value)
 
 
 def sentence_batches(items: Sequence[Any], batch_size: int, seed: int = 0) -> Callable[[int], list[list[Any]]]:
@@ -66,9 +73,10 @@ def gpt_sequences(sentences: Sequence[Sequence[int]], max_len: int) -> list[list
         One list of ids per sentence, starting with BOS; ending with EOS unless it was cut.
 
     Raises:
+        TypeError: max_len is not an int.
         ValueError: max_len < 2.
     """
-    if max_len < 2:
+    if _check_int(max_len, "max_len") < 2:
         raise ValueError(f"max_len must be at least 2, got {max_len}")
     return [([BOS_ID, *s, EOS_ID])[:max_len] for s in sentences]
 
@@ -82,10 +90,19 @@ def unigram_counts(sequences: Sequence[Sequence[int]], vocab_size: int) -> Tenso
 
     Returns:
         ``(vocab_size,)`` float64 tensor of counts.
+
+    Raises:
+        TypeError: vocab_size is not an int.
+        ValueError: vocab_size < 1, or a sequence holds an id outside ``[0, vocab_size)``.
     """
+    if _check_int(vocab_size, "vocab_size") < 1:
+        raise ValueError(f"vocab_size must be at least 1, got {vocab_size}")
     counts = torch.zeros(vocab_size, dtype=torch.float64)
-    for s in sequences:
-        counts += torch.bincount(torch.as_tensor(list(s), dtype=torch.long), minlength=vocab_size).double()
+    for i, s in enumerate(sequences):
+        ids = torch.as_tensor(list(s), dtype=torch.long)
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
+            raise ValueError(f"sequences must hold ids in [0, {vocab_size}), sequences[{i}] holds {ids.tolist()[:8]}")
+        counts += torch.bincount(ids, minlength=vocab_size).double()
     return counts
 
 
@@ -100,8 +117,16 @@ def collate_pairs(rows: Sequence[tuple[list[int], list[int]]], pad_id: int = PAD
         ``(ids, segment_ids)``, two ``(batch, seq)`` LongTensors, seq = the longest row.
 
     Raises:
-        ValueError: ``rows`` is empty.
+        TypeError: a row is not an ``(ids, segment_ids)`` pair.
+        ValueError: ``rows`` is empty, or a row's ids and segment ids differ in length.
     """
     if not rows:
-        raise ValueError("collate_pairs needs at least one row")
+        raise ValueError("collate_pairs needs at least one row in rows")
+    for i, row in enumerate(rows):
+        if not (isinstance(row, (tuple, list)) and len(row) == 2):
+            raise TypeError(f"rows must hold (ids, segment_ids) pairs, rows[{i}] is {row!r:.60}")
+        if len(row[0]) != len(row[1]):
+            raise ValueError(
+                f"rows[{i}] has {len(row[0])} ids but {len(row[1])} segment ids: they must have equal length"
+            )
     return pad_batch([ids for ids, _ in rows], pad_id), pad_batch([seg for _, seg in rows], 0)

@@ -7,11 +7,29 @@ Post (2018), "A Call for Clarity in Reporting BLEU Scores" (sacreBLEU and its si
 from __future__ import annotations
 
 import itertools
+import numbers
 from dataclasses import dataclass
 
 from sacrebleu.metrics import BLEU
 
 __all__ = ["BleuResult", "corpus_bleu", "BucketBleu", "bleu_by_length"]
+
+
+def _check_sentences(sentences: object, name: str) -> None:
+    """A list (or tuple) of str, one detokenised sentence each; a single str is a mistake, not a corpus."""
+    if isinstance(sentences, str) or not isinstance(sentences, (list, tuple)):
+        raise TypeError(f"{name} must be a list of strings (one sentence each), got {type(sentences).__name__}")
+    for i, sentence in enumerate(sentences):
+        if not isinstance(sentence, str):
+            raise TypeError(f"{name} must hold strings (detokenised text), {name}[{i}] is {type(sentence).__name__}")
+
+
+def _check_ints(values: object, name: str) -> None:
+    if isinstance(values, str) or not isinstance(values, (list, tuple)):
+        raise TypeError(f"{name} must be a list of ints, got {type(values).__name__}")
+    for i, value in enumerate(values):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"{name} must hold ints, {name}[{i}] is {value!r}")
 
 
 @dataclass(frozen=True)
@@ -50,16 +68,19 @@ def corpus_bleu(hypotheses: list[str], references: list[str], tokenize: str = "1
         precisions (%) and the brevity penalty.
 
     Raises:
-        ValueError: the two lists differ in length, are empty, or hold non-strings.
+        TypeError: hypotheses or references is not a list of strings (a single str included).
+        ValueError: the two lists differ in length or are empty; an unknown ``tokenize``.
 
     Source: Papineni et al. 2002, Eq. (1)–(2); computed by sacreBLEU (Post 2018).
     """
+    _check_sentences(hypotheses, "hypotheses")
+    _check_sentences(references, "references")
     if len(hypotheses) != len(references):
         raise ValueError(f"got {len(hypotheses)} hypotheses but {len(references)} references")
     if not hypotheses:
-        raise ValueError("corpus_bleu needs at least one sentence")
-    if not all(isinstance(s, str) for s in [*hypotheses, *references]):
-        raise ValueError("hypotheses and references must be lists of strings (detokenised text)")
+        raise ValueError("corpus_bleu needs at least one sentence in hypotheses and references")
+    if tokenize not in BLEU.TOKENIZERS:
+        raise ValueError(f"tokenize must be one of sacreBLEU's tokenizers {sorted(BLEU.TOKENIZERS)}, got {tokenize!r}")
     metric = BLEU(tokenize=tokenize)
     result = metric.corpus_score(hypotheses, [references])
     return BleuResult(
@@ -113,8 +134,13 @@ def bleu_by_length(
         One :class:`BucketBleu` per non-empty bucket, in order.
 
     Raises:
+        TypeError: hypotheses or references not lists of strings; lengths or edges not lists of ints.
         ValueError: lists of different lengths; edges empty or not strictly increasing.
     """
+    _check_sentences(hypotheses, "hypotheses")
+    _check_sentences(references, "references")
+    _check_ints(lengths, "lengths")
+    _check_ints(edges, "edges")
     if not len(hypotheses) == len(references) == len(lengths):
         raise ValueError(f"got {len(hypotheses)} hypotheses, {len(references)} references and {len(lengths)} lengths")
     if not edges or any(b <= a for a, b in itertools.pairwise(edges)):

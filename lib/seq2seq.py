@@ -35,6 +35,7 @@ The synthetic reversal task of the bottleneck chapter, accuracy by length and th
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Literal, overload
 
@@ -43,7 +44,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .config import Config
-from .interfaces import AttentionMaps
+from .interfaces import AttentionMaps, check_config_types
 from .special_tokens import PAD_ID
 
 __all__ = [
@@ -88,7 +89,10 @@ class Seq2SeqConfig(Config):
         architecture: always ``"seq2seq"``; lets :func:`lib.checkpoint.load_run` pick the class.
 
     Raises:
-        ValueError: unknown ``attention``; odd ``d_hidden``; a non-positive size; dropout outside [0, 1).
+        TypeError: a field of the wrong type (``"256"`` for an int, ``1`` for a bool): see
+            :func:`lib.interfaces.check_config_types`.
+        ValueError: unknown ``attention``; odd ``d_hidden``; a non-positive size; dropout outside [0, 1); an
+            ``architecture`` other than ``"seq2seq"``.
 
     Source: Bahdanau et al. 2015, §4.2 and App. A (m = 620, n = 1000, n' = 1000); Cho et al. 2014, §2.2.
     """
@@ -104,11 +108,16 @@ class Seq2SeqConfig(Config):
     architecture: str = "seq2seq"
 
     def __post_init__(self) -> None:
+        check_config_types(self)
         if self.attention is not None and self.attention not in SCORES:
             raise ValueError(f"unknown attention score {self.attention!r}; choose None or one of {SCORES}")
         for name in ("vocab_size", "d_embed", "d_hidden", "max_len"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.d_attention is not None and self.d_attention < 1:
+            raise ValueError(f"d_attention must be positive or None (= d_hidden), got {self.d_attention}")
+        if self.architecture != "seq2seq":
+            raise ValueError(f"architecture must be 'seq2seq', got {self.architecture!r}")
         if self.d_hidden % 2:
             raise ValueError(f"d_hidden must be even (two encoder directions of d_hidden/2), got {self.d_hidden}")
         if self.d_attention is None:
@@ -296,11 +305,19 @@ def make_score(name: str, d_query: int, d_key: int, d_attention: int | None = No
         :class:`GeneralScore`).
 
     Raises:
-        ValueError: unknown name; ``dot``/``scaled_dot`` with d_query ≠ d_key.
+        TypeError: a size that is not an int.
+        ValueError: unknown name; a size < 1; ``dot``/``scaled_dot`` with d_query ≠ d_key.
 
     Source: Bahdanau et al. 2015, Eq. (6) and App. A.1.2 (additive); Luong et al. 2015, Eq. (8) (dot, general);
     Vaswani et al. 2017, Eq. (1) (scaled dot).
     """
+    for size, size_name in ((d_query, "d_query"), (d_key, "d_key"), (d_attention, "d_attention")):
+        if size is None and size_name == "d_attention":
+            continue
+        if isinstance(size, bool) or not isinstance(size, numbers.Integral):
+            raise TypeError(f"{size_name} must be an int, got {size!r} ({type(size).__name__})")
+        if size < 1:
+            raise ValueError(f"{size_name} must be at least 1, got {size}")
     if name not in SCORES:
         raise ValueError(f"unknown attention score {name!r}; choose one of {SCORES}")
     if name in ("dot", "scaled_dot") and d_query != d_key:
@@ -327,7 +344,7 @@ def attend(scores: Tensor, values: Tensor, mask: Tensor | None = None) -> tuple[
         ``(context (batch, d), weights (batch, seq_s))``; each row of weights sums to 1.
 
     Raises:
-        ValueError: mismatched shapes, or a row whose mask hides every position.
+        ValueError: mismatched shapes, a mask that is not bool, or a row whose mask hides every position.
 
     Source: Bahdanau et al. 2015, §3.1, Eq. (6) (α_ij = softmax_j e_ij) and Eq. (5) (c_i = Σ_j α_ij h_j).
     """
@@ -337,8 +354,10 @@ def attend(scores: Tensor, values: Tensor, mask: Tensor | None = None) -> tuple[
             f"{tuple(scores.shape)} and {tuple(values.shape)}"
         )
     if mask is not None:
-        if mask.shape != scores.shape:
-            raise ValueError(f"mask must be (batch, seq_s) = {tuple(scores.shape)}, got {tuple(mask.shape)}")
+        if mask.dtype != torch.bool or mask.shape != scores.shape:
+            raise ValueError(
+                f"mask must be bool (batch, seq_s) = {tuple(scores.shape)}, got {mask.dtype} {tuple(mask.shape)}"
+            )
         if not mask.any(-1).all():
             raise ValueError("a mask row hides every source position: there is nothing to attend to")
         scores = scores.masked_fill(~mask, float("-inf"))
@@ -380,7 +399,26 @@ class Encoder(nn.Module):
         Returns:
             states: ``(batch, seq_s, d_hidden)``, ``states[:, j] = [→h_j; ←h_j]``; zero at padded positions.
             summary: ``(batch, d_hidden)``, [→h_last; ←h_1].
+
+        Raises:
+            ValueError: ``embedded`` is not ``(batch, seq_s, d_embed)``; ``lengths`` is not ``(batch,)`` integers
+                in ``[1, seq_s]``.
         """
+        d_embed = self.rnn.input_size
+        if not isinstance(embedded, Tensor) or embedded.dim() != 3 or embedded.size(-1) != d_embed:
+            raise ValueError(
+                f"embedded must be (batch, seq_s, d_embed={d_embed}), got {tuple(getattr(embedded, 'shape', ()))}"
+            )
+        if (
+            not isinstance(lengths, Tensor)
+            or lengths.shape != embedded.shape[:1]
+            or lengths.is_floating_point()
+            or (lengths.numel() and (int(lengths.min()) < 1 or int(lengths.max()) > embedded.size(1)))
+        ):
+            raise ValueError(
+                f"lengths must be (batch,) = ({embedded.size(0)},) integers in [1, seq_s={embedded.size(1)}], got "
+                f"{lengths.tolist() if isinstance(lengths, Tensor) else lengths!r}"
+            )
         packed = pack_padded_sequence(embedded, lengths.cpu(), batch_first=True, enforce_sorted=False)
         out, last = self.rnn(packed)  # last: (2, batch, d_hidden/2) — forward's end, backward's start
         states, _ = pad_packed_sequence(out, batch_first=True, total_length=embedded.size(1))
@@ -412,7 +450,12 @@ class DecoderState:
 
         Args:
             index: ``(new_batch,)`` LongTensor of the rows to keep, in their new order (rows may repeat).
+
+        Raises:
+            ValueError: ``index`` is not a 1-D integer tensor.
         """
+        if not isinstance(index, Tensor) or index.dim() != 1 or index.is_floating_point() or index.dtype == torch.bool:
+            raise ValueError(f"index must be a 1-D LongTensor of batch rows, got {getattr(index, 'shape', index)!r}")
         for name in ("state", "context", "prepared"):
             value = getattr(self, name)
             if value is not None:
@@ -437,12 +480,17 @@ class Seq2Seq(nn.Module):
     Args:
         config: a :class:`Seq2SeqConfig`.
 
+    Raises:
+        TypeError: ``config`` is not a :class:`Seq2SeqConfig`.
+
     Source: Bahdanau et al. 2015, §3 and App. A.2 (RNNsearch); Cho et al. 2014, §2.2, Eq. (9)–(10) (RNNencdec,
     the fixed vector c).
     """
 
     def __init__(self, config: Seq2SeqConfig) -> None:
         super().__init__()
+        if not isinstance(config, Seq2SeqConfig):
+            raise TypeError(f"config must be a Seq2SeqConfig, got {type(config).__name__}")
         self.config = c = config
         self.src_embed = nn.Embedding(c.vocab_size, c.d_embed, padding_idx=PAD_ID)
         self.tgt_embed = nn.Embedding(c.vocab_size, c.d_embed, padding_idx=PAD_ID)
@@ -472,6 +520,43 @@ class Seq2Seq(nn.Module):
         """
         return sum(p.numel() for p in self.parameters())
 
+    def _check_tokens(self, ids: Tensor, name: str) -> None:
+        """Token ids ``(batch, seq_s)`` (src) or ``(batch, seq_t)`` (tgt) of an integer dtype inside the vocabulary."""
+        shape = "(batch, seq_s)" if name == "src" else "(batch, seq_t)"
+        if not isinstance(ids, Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor of token ids {shape}, got {type(ids).__name__}")
+        if ids.dim() != 2 or ids.dtype not in (torch.long, torch.int):
+            raise ValueError(f"{name} must be integer token ids of shape {shape}, got {tuple(ids.shape)} {ids.dtype}")
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.config.vocab_size):
+            raise ValueError(f"{name} holds ids outside [0, {self.config.vocab_size})")
+
+    def _check_decode(self, tgt: Tensor, memory: Tensor, src_mask: Tensor, cache, offset: int) -> None:
+        """What :meth:`decode` reads: target ids, the encoder's output and mask, a cache from new_cache."""
+        self._check_tokens(tgt, "tgt")
+        if not isinstance(memory, Tensor) or not isinstance(src_mask, Tensor):
+            raise TypeError("memory and src_mask must be the tensors that encode returns")
+        d = self.config.d_hidden
+        if memory.dim() != 3 or memory.size(-1) != d or not memory.is_floating_point():
+            raise ValueError(
+                f"memory must be the encoder states, a float (batch, seq_s, d_hidden={d}) tensor, got "
+                f"{tuple(memory.shape)} {memory.dtype}"
+            )
+        if tgt.size(0) != memory.size(0):
+            raise ValueError(f"tgt must be (batch, seq_t) with batch {memory.size(0)}, got {tuple(tgt.shape)}")
+        if src_mask.dtype != torch.bool or src_mask.shape != memory.shape[:2]:
+            raise ValueError(
+                f"src_mask must be a bool (batch, seq_s) = {tuple(memory.shape[:2])} tensor, as encode returns, got "
+                f"{src_mask.dtype} {tuple(src_mask.shape)}"
+            )
+        if isinstance(offset, bool) or not isinstance(offset, int):
+            raise TypeError(f"offset must be an int, got {offset!r} ({type(offset).__name__})")
+        if offset < 0:
+            raise ValueError(f"offset must be >= 0, got {offset}")
+        if cache is not None and (
+            not isinstance(cache, list) or len(cache) != 1 or not isinstance(cache[0], DecoderState)
+        ):
+            raise ValueError("cache must be [DecoderState()], as new_cache() returns")
+
     # -- encoding ---------------------------------------------------------------------------------
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
         """Encode right-padded source ids once; :meth:`decode` reads the result at every step.
@@ -485,14 +570,12 @@ class Seq2Seq(nn.Module):
             ``memory`` by :meth:`summary`.
 
         Raises:
-            ValueError: src is not ``(batch, seq_s)`` integer ids, or a row is all padding.
+            TypeError: src is not a tensor.
+            ValueError: src is not ``(batch, seq_s)`` integer ids inside the vocabulary, or a row is all padding.
 
         Source: Bahdanau et al. 2015, §3.2 (the annotations h_j of a bidirectional RNN).
         """
-        if src.dim() != 2 or src.dtype not in (torch.long, torch.int, torch.int32, torch.int64):
-            raise ValueError(
-                f"src must be integer token ids of shape (batch, seq_s), got {tuple(src.shape)} {src.dtype}"
-            )
+        self._check_tokens(src, "src")
         mask = src != PAD_ID
         lengths = mask.sum(-1)
         if (lengths == 0).any():
@@ -559,12 +642,13 @@ class Seq2Seq(nn.Module):
         offset: int,
         return_attention: bool,
     ) -> tuple[Tensor, Tensor | None]:
-        if tgt.dim() != 2 or tgt.size(0) != memory.size(0):
-            raise ValueError(f"tgt must be (batch, seq_t) with batch {memory.size(0)}, got {tuple(tgt.shape)}")
+        self._check_decode(tgt, memory, src_mask, cache, offset)
         state = (cache or self.new_cache())[0]
         if state.state is None:
             if offset != 0:
-                raise ValueError("an empty decoder cache can only start at offset 0")
+                raise ValueError(f"an empty decoder cache can only start at offset 0, got offset {offset}")
+            if not src_mask.any(-1).all():
+                raise ValueError("src_mask has a row with no source token: every sentence needs at least one")
             self._start(memory, src_mask, state)
         emb = self.dropout(self.tgt_embed(tgt))  # (batch, seq_t, d_embed)
         if self.score is None and tgt.size(1) > 1:
@@ -605,7 +689,10 @@ class Seq2Seq(nn.Module):
             logits ``(batch, seq_t, V)``.
 
         Raises:
-            ValueError: ``tgt`` is not ``(batch, seq_t)`` with memory's batch; an empty cache with offset ≠ 0.
+            TypeError: ``tgt``, ``memory`` or ``src_mask`` is not a tensor; ``offset`` is not an int.
+            ValueError: ``tgt`` is not ``(batch, seq_t)`` integer ids in the vocabulary with memory's batch;
+                ``memory`` or ``src_mask`` not as :meth:`encode` returns them; a negative offset or an empty cache
+                with offset ≠ 0; a cache not from :meth:`new_cache`.
 
         Source: Bahdanau et al. 2015, App. A.2.2 (the decoder step), with a GRU and tanh in place of maxout.
         """
@@ -633,11 +720,12 @@ class Seq2Seq(nn.Module):
             decoder looked to predict y_i), or is empty for the fixed-vector model, which attends to nothing.
 
         Raises:
-            ValueError: bad ``src`` (see :meth:`encode`) or ``tgt`` not ``(batch, seq_t)`` with src's batch.
+            TypeError: ``src`` or ``tgt`` is not a tensor.
+            ValueError: bad ``src`` (see :meth:`encode`) or ``tgt`` not ``(batch, seq_t)`` ids with src's batch.
 
         Source: Bahdanau et al. 2015, §3 and App. A.2.2; Cho et al. 2014, Eq. 9–10 (fixed vector).
         """
-        if tgt.dim() != 2 or tgt.size(0) != src.size(0):
+        if all(isinstance(t, Tensor) and t.dim() == 2 for t in (src, tgt)) and tgt.size(0) != src.size(0):
             raise ValueError(f"tgt must be (batch, seq_t) with batch {src.size(0)}, got {tuple(tgt.shape)}")
         memory, src_mask = self.encode(src)
         logits, weights = self._decode(tgt, memory, src_mask, None, 0, return_attention)

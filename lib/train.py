@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
+import shlex
 import sys
+from pathlib import Path
 
 import torch
 
@@ -25,7 +28,16 @@ from .checkpoint import save_run
 from .data import encode_pairs, load_multi30k, make_batches
 from .seq2seq import SCORES, Seq2Seq, Seq2SeqConfig
 from .special_tokens import BOS_ID, EOS_ID, PAD_ID
-from .training import TrainConfig, amp_context, evaluate_loss, select_device, train, translation_batches
+from .training import (
+    CHECKPOINT,
+    TrainConfig,
+    TrainingInterrupted,
+    amp_context,
+    evaluate_loss,
+    select_device,
+    train,
+    translation_batches,
+)
 from .transformer import Transformer, TransformerConfig
 from .translate import evaluate_bleu
 
@@ -35,10 +47,12 @@ __all__ = ["main"]
 # --- command line --------------------------------------------------------------------------------
 
 
-def _parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m lib.train",
-        description="Train a Transformer (or a recurrent encoder–decoder) on Multi30k German→English.",
+        description="Train a Transformer (or a recurrent encoder–decoder) on Multi30k German→English. "
+        "Every argument is checked before any data is loaded; an existing run folder is never replaced "
+        "without --overwrite; Ctrl-C saves a checkpoint and prints the command that resumes it.",
     )
     p.add_argument(
         "--arch",
@@ -82,16 +96,96 @@ def _parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
     p.add_argument(
+        "--overwrite", action="store_true", help="replace the run already in OUT (without it, an existing run is kept)"
+    )
+    p.add_argument(
         "--save-dtype",
         choices=("float32", "float16"),
         default="float32",
         help="precision of the saved model.pt (float16 halves it)",
     )
     p.add_argument("--bleu", action="store_true", help="after training, decode the test set greedily and report BLEU")
-    args = p.parse_args(argv)
+    return p
+
+
+#: Files whose presence makes a folder an existing run that --out must not silently replace.
+_RUN_FILES = ("config.json", "model.pt", "checkpoint.pt", "manifest.json")
+
+
+def _configs(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[TrainConfig, dict, torch.device]:
+    """Check every argument (one-line usage errors, exit 2) before anything slow; build the configs."""
     if args.minutes is None and args.steps is None:
         p.error("give a budget: --minutes M and/or --steps N")
-    return args
+    if args.minutes is not None and not (math.isfinite(args.minutes) and args.minutes > 0):
+        p.error(f"--minutes must be a positive number, got {args.minutes}")
+    for name in ("steps", "threads", "vocab_size", "d_embed", "d_hidden"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            p.error(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+    if args.vocab_size <= 4:
+        p.error(f"--vocab-size must exceed the 4 special tokens, got {args.vocab_size}")
+    if args.dropout is not None and not (math.isfinite(args.dropout) and 0.0 <= args.dropout < 1.0):
+        p.error(f"--dropout must be in [0, 1), got {args.dropout}")
+    if args.eval_every is not None and not (math.isfinite(args.eval_every) and args.eval_every > 0):
+        p.error(f"--eval-every must be a positive number of minutes, got {args.eval_every}")
+    try:
+        snapshots = tuple(float(m) for m in args.snapshots.split(",") if m.strip())
+    except ValueError:
+        p.error(f"--snapshots must be comma-separated minutes, e.g. 5,10,20; got {args.snapshots!r}")
+    try:
+        tconf = TrainConfig(
+            max_tokens=args.max_tokens,
+            peak_lr=args.peak_lr,
+            warmup=args.warmup,
+            label_smoothing=args.label_smoothing,
+            minutes=args.minutes,
+            max_steps=args.steps,
+            eval_every_minutes=args.eval_every or max((args.minutes or 10) / 20, 0.25),
+            snapshot_minutes=snapshots,
+            seed=args.seed,
+            amp=not args.no_amp,
+        )
+    except ValueError as err:  # the message names the setting; say it with the option's name
+        p.error(_option_names(str(err)))
+    overrides = {} if args.dropout is None else {"dropout": args.dropout}
+    try:
+        device = select_device(args.device)
+    except ValueError as err:
+        p.error(f"--device: {err}")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        p.error(f"--device {args.device}: torch sees no CUDA device on this machine")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        p.error(f"--out {out} is a file, not a folder")
+    existing = [f for f in _RUN_FILES if (out / f).exists()]
+    if args.resume and args.overwrite:
+        p.error("--resume and --overwrite contradict each other: choose one")
+    if args.resume and not (out / CHECKPOINT).is_file():
+        p.error(f"--resume: {out / CHECKPOINT} does not exist (nothing to resume)")
+    if existing and not (args.resume or args.overwrite):
+        p.error(
+            f"--out {out} already holds a run ({', '.join(existing)}); pass --resume to continue it, "
+            "--overwrite to replace it, or choose another folder"
+        )
+    if args.data is not None and not Path(args.data).is_dir():
+        p.error(f"--data {args.data} is not a folder")
+    return tconf, overrides, device
+
+
+def _option_names(message: str) -> str:
+    for field_name, option in (
+        ("max_steps", "--steps"),
+        ("minutes", "--minutes"),
+        ("max_tokens", "--max-tokens"),
+        ("peak_lr", "--peak-lr"),
+        ("warmup", "--warmup"),
+        ("label_smoothing", "--label-smoothing"),
+        ("eval_every_minutes", "--eval-every"),
+        ("snapshot_minutes", "--snapshots"),
+    ):
+        if message.startswith(field_name):
+            return option + message[len(field_name) :]
+    return message
 
 
 def _cpu_name() -> str:
@@ -109,27 +203,22 @@ def _cpu_name() -> str:
 def main(argv: list[str] | None = None) -> None:
     """Train a model on Multi30k and write a run folder (see the module docstring).
 
+    Exit status: 0 trained and saved; 2 a usage error (nothing was loaded or written); 130 interrupted with
+    Ctrl-C (the checkpoint is saved and the command that resumes it is printed).
+
     Args:
         argv: the command-line arguments (default ``sys.argv[1:]``).
+
+    Raises:
+        SystemExit: 2 for a usage error, 130 after Ctrl-C (see above).
     """
-    args = _parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    p = _parser()
+    args = p.parse_args(argv)
+    tconf, overrides, device = _configs(args, p)
     if args.threads:
         torch.set_num_threads(args.threads)
-    snapshots = tuple(float(m) for m in args.snapshots.split(",") if m.strip())
-    tconf = TrainConfig(
-        max_tokens=args.max_tokens,
-        peak_lr=args.peak_lr,
-        warmup=args.warmup,
-        label_smoothing=args.label_smoothing,
-        minutes=args.minutes,
-        max_steps=args.steps,
-        eval_every_minutes=args.eval_every or max((args.minutes or 10) / 20, 0.25),
-        snapshot_minutes=snapshots,
-        seed=args.seed,
-        amp=not args.no_amp,
-    )
     tokenizer = multi30k_tokenizer(args.vocab_size, root=args.data)
-    overrides = {} if args.dropout is None else {"dropout": args.dropout}
     torch.manual_seed(args.seed)
     if args.arch == "rnn":
         mconf = Seq2SeqConfig(
@@ -146,22 +235,31 @@ def main(argv: list[str] | None = None) -> None:
     train_ex = encode_pairs(load_multi30k("train", args.data), tokenizer, max_len=tconf.max_len)
     val_ex = encode_pairs(load_multi30k("val", args.data), tokenizer)
     val_batches = make_batches(val_ex, 4000, PAD_ID, BOS_ID, EOS_ID, shuffle=False)
-    device = select_device(args.device)
     print(
         f"model {name}: {model.num_parameters():,} parameters | {len(train_ex):,} training pairs | "
         f"device {device} | threads {torch.get_num_threads()}"
     )
-    result = train(
-        model,
-        translation_batches(train_ex, tconf.max_tokens, tconf.seed),
-        tconf,
-        evaluate=lambda m: evaluate_loss(m, val_batches),
-        out_dir=args.out,
-        resume=args.resume,
-        device=device,
-    )
+    if args.overwrite:
+        for f in _RUN_FILES:
+            (Path(args.out) / f).unlink(missing_ok=True)
+    try:
+        result = train(
+            model,
+            translation_batches(train_ex, tconf.max_tokens, tconf.seed),
+            tconf,
+            evaluate=lambda m: evaluate_loss(m, val_batches),
+            out_dir=args.out,
+            resume=args.resume,
+            device=device,
+        )
+    except TrainingInterrupted as stop:
+        again = [a for a in argv if a not in ("--resume", "--overwrite")] + ["--resume"]
+        print(f"\n{stop}.\nResume with:\n  python -m lib.train {shlex.join(again)}", file=sys.stderr)
+        raise SystemExit(130) from None
+    except ValueError as err:  # e.g. resuming with other settings than the checkpoint's
+        p.error(str(err))
     info = dict(
-        command="python -m lib.train " + " ".join(argv if argv is not None else sys.argv[1:]),
+        command="python -m lib.train " + shlex.join(argv),
         device=str(device),
         threads=torch.get_num_threads(),
         machine=_cpu_name(),

@@ -16,9 +16,9 @@ and §5.4 (label smoothing ε_ls = 0.1; dropout).
 from __future__ import annotations
 
 import math
-import os
 import random
-import tempfile
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -32,9 +32,11 @@ from tqdm.auto import tqdm
 
 from .config import Config
 from .data import Batch, make_batches
+from .files import atomic_torch_save
 from .special_tokens import BOS_ID, EOS_ID, PAD_ID
 
 __all__ = [
+    "TrainingInterrupted",
     "noam_lr",
     "label_smoothed_cross_entropy",
     "TrainConfig",
@@ -49,6 +51,24 @@ __all__ = [
 
 #: Name of the resume checkpoint inside a run folder.
 CHECKPOINT = "checkpoint.pt"
+
+#: Settings that may change when a run is resumed: the budget and how often to validate. Any other change
+#: (learning rate, batch size, seed, …) would make the resumed run a different run, so resuming refuses it.
+RESUMABLE_CHANGES = frozenset({"minutes", "max_steps", "snapshot_minutes", "eval_every_minutes", "eval_every_steps"})
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped :func:`train` after a whole optimiser step; the resume checkpoint, if any, is saved.
+
+    Args:
+        steps: optimiser steps completed.
+        checkpoint: the saved ``checkpoint.pt``, or None when the run had no ``out_dir``.
+    """
+
+    def __init__(self, steps: int, checkpoint: Path | None) -> None:
+        self.steps, self.checkpoint = steps, checkpoint
+        where = f"; checkpoint saved to {checkpoint}" if checkpoint is not None else " (no out_dir: nothing saved)"
+        super().__init__(f"training interrupted after {steps} steps{where}")
 
 
 def noam_lr(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
@@ -90,7 +110,8 @@ def label_smoothed_cross_entropy(
         Scalar tensor (nats per target token).
 
     Raises:
-        ValueError: shapes do not match; epsilon outside [0, 1).
+        ValueError: shapes do not match; epsilon outside [0, 1); every target is ``ignore_index`` (the mean
+            over no token would be NaN).
 
     Source: Szegedy et al. (2016), §7; Vaswani et al. 2017, §5.4.
     """
@@ -101,6 +122,8 @@ def label_smoothed_cross_entropy(
         )
     if not 0.0 <= epsilon < 1.0:
         raise ValueError(f"epsilon must be in [0, 1), got {epsilon}")
+    if not bool((target != ignore_index).any()):
+        raise ValueError(f"target holds only ignore_index ({ignore_index}): there is no target token to score")
     return F.cross_entropy(
         logits.reshape(-1, logits.size(-1)).float(),
         target.reshape(-1),
@@ -373,21 +396,6 @@ def _to_device(batch: Any, device: torch.device) -> Any:
     return batch  # e.g. lists of token ids: the loss function builds its tensors
 
 
-def _atomic_save(obj: Any, path: Path) -> None:
-    """torch.save to a unique temporary file in the same folder, flushed to disk, then renamed over ``path``."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _rng_state() -> dict:
     state = {"torch": torch.get_rng_state(), "python": random.getstate()}
     if torch.cuda.is_available():
@@ -400,6 +408,56 @@ def _set_rng_state(state: dict) -> None:
     random.setstate(state["python"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
+
+
+class _DeferredInterrupt:
+    """Within ``with``, the first Ctrl-C only sets ``requested`` (the loop stops after the current step); a second
+    one interrupts at once. Only in the main thread (signals go there); elsewhere it does nothing."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: Any = None
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __enter__(self) -> _DeferredInterrupt:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+
+def _check_resumable(state: dict, config: TrainConfig, model_config: dict | None, ckpt: Path) -> None:
+    """Refuse to resume with other settings than the checkpoint's, naming each one that differs."""
+    saved = state.get("train_config") or {}
+    now = config.to_dict()
+    changed = [
+        f"{k}: {saved.get(k)!r} in the checkpoint, {now.get(k)!r} now"
+        for k in sorted(set(saved) | set(now))
+        if k not in RESUMABLE_CHANGES and _plain(saved.get(k)) != _plain(now.get(k))
+    ]
+    saved_model = state.get("model_config")
+    if saved_model is not None and model_config is not None:
+        changed += [
+            f"model {k}: {saved_model.get(k)!r} in the checkpoint, {model_config.get(k)!r} now"
+            for k in sorted(set(saved_model) | set(model_config))
+            if _plain(saved_model.get(k)) != _plain(model_config.get(k))
+        ]
+    if changed:
+        raise ValueError(
+            f"cannot resume {ckpt} with other settings ({'; '.join(changed)}); only "
+            f"{', '.join(sorted(RESUMABLE_CHANGES))} may change. Start a new run instead."
+        )
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
 
 
 def train(
@@ -444,7 +502,11 @@ def train(
         A :class:`TrainResult` with the history.
 
     Raises:
-        ValueError: resume without out_dir; an epoch with no batches; a model without ``config.d_model``.
+        ValueError: resume without out_dir; resuming with other settings than the checkpoint's (only the budget
+            and the validation interval may change); an epoch with no batches; a model without
+            ``config.d_model``.
+        TrainingInterrupted: Ctrl-C (SIGINT) arrived; the loop finished the current step and, with ``out_dir``,
+            saved the resume checkpoint first. A second Ctrl-C interrupts at once.
 
     Source: Vaswani et al. 2017, §5.3 (Adam, Eq. (3)) and §5.4 (regularisation).
     """
@@ -475,8 +537,10 @@ def train(
 
     result, epoch, skip = TrainResult(), 0, 0
     ckpt = out / CHECKPOINT if out is not None else None
+    model_config = model.config.to_dict() if hasattr(model.config, "to_dict") else None
     if resume and ckpt is not None and ckpt.exists():
         state = torch.load(ckpt, map_location=device, weights_only=True)
+        _check_resumable(state, config, model_config, ckpt)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
@@ -509,9 +573,10 @@ def train(
             "epoch": epoch,
             "batch": position,
             "train_config": config.to_dict(),
+            "model_config": model_config,
             "rng": _rng_state(),
         }
-        _atomic_save(state, ckpt)
+        atomic_torch_save(state, ckpt)
 
     def validate() -> None:
         nonlocal running_loss, running_n
@@ -546,52 +611,59 @@ def train(
         bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} {unit} [{elapsed}<{remaining}]{postfix}",
     )
     bar.update(train_s if budget_s is not None else result.steps)
-    while not budget_spent():
-        seen = 0
-        for position, batch in enumerate(batches(epoch)):
-            seen += 1
-            if position < skip:  # resuming inside this epoch: these batches were trained on already
-                continue
-            if budget_spent():
-                break
-            start = time.perf_counter()
-            batch = _to_device(batch, device)
-            with amp_ctx:
-                loss = loss_fn(model, batch)
-            optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            if config.clip_norm is not None:
-                scaler.unscale_(optimizer)
-                nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
-            scaler.step(optimizer)
-            scaler.update()
-            scheduler.step()
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            step_s = time.perf_counter() - start
-            train_s += step_s
-            result.steps += 1
-            result.tokens += getattr(batch, "num_tokens", 0)
-            result.minutes = train_s / 60.0
-            position += 1
-            running_loss += loss.item()
-            running_n += 1
-            bar.update(min(step_s, max(budget_s - bar.n, 0.0)) if budget_s is not None else 1)
-            bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
-            while snapshots and train_s >= snapshots[0] * 60.0:
-                m = snapshots.pop(0)
-                if out is not None:
-                    _atomic_save(model.state_dict(), out / f"model_{m:g}min.pt")
-            if config.eval_every_steps is not None:
-                if result.steps % config.eval_every_steps == 0:
+    stop = _DeferredInterrupt()
+    with stop:
+        while not budget_spent():
+            seen = 0
+            for position, batch in enumerate(batches(epoch)):
+                seen += 1
+                if position < skip:  # resuming inside this epoch: these batches were trained on already
+                    continue
+                if budget_spent():
+                    break
+                start = time.perf_counter()
+                batch = _to_device(batch, device)
+                with amp_ctx:
+                    loss = loss_fn(model, batch)
+                optimizer.zero_grad(set_to_none=True)
+                scaler.scale(loss).backward()
+                if config.clip_norm is not None:
+                    scaler.unscale_(optimizer)
+                    nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
+                scaler.step(optimizer)
+                scaler.update()
+                scheduler.step()
+                if device.type == "cuda":
+                    torch.cuda.synchronize()
+                step_s = time.perf_counter() - start
+                train_s += step_s
+                result.steps += 1
+                result.tokens += getattr(batch, "num_tokens", 0)
+                result.minutes = train_s / 60.0
+                position += 1
+                running_loss += loss.item()
+                running_n += 1
+                bar.update(min(step_s, max(budget_s - bar.n, 0.0)) if budget_s is not None else 1)
+                bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
+                if stop.requested:  # Ctrl-C: finish this step, save, then stop
+                    if ckpt is not None:
+                        save_checkpoint()
+                    bar.close()
+                    raise TrainingInterrupted(result.steps, ckpt)
+                while snapshots and train_s >= snapshots[0] * 60.0:
+                    m = snapshots.pop(0)
+                    if out is not None:
+                        atomic_torch_save(model.state_dict(), out / f"model_{m:g}min.pt")
+                if config.eval_every_steps is not None:
+                    if result.steps % config.eval_every_steps == 0:
+                        validate()
+                elif train_s >= next_eval:
                     validate()
-            elif train_s >= next_eval:
-                validate()
-                next_eval += eval_every_s
-        else:
-            if seen == 0:
-                raise ValueError(f"batches({epoch}) gave no batches: there is nothing to train on")
-            epoch, skip, position = epoch + 1, 0, 0
+                    next_eval += eval_every_s
+            else:
+                if seen == 0:
+                    raise ValueError(f"batches({epoch}) gave no batches: there is nothing to train on")
+                epoch, skip, position = epoch + 1, 0, 0
     bar.close()
     result.stopped_by = budget_spent()
     if not result.history or result.history[-1]["step"] != result.steps:

@@ -12,6 +12,7 @@ Transformer Architecture".
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import ClassVar, Literal, overload
 
@@ -21,7 +22,7 @@ from torch import Tensor, nn
 
 from .attention import KeyValue, MultiHeadAttention, causal_mask, padding_mask
 from .config import Config
-from .interfaces import AttentionMaps
+from .interfaces import AttentionMaps, check_config_types
 from .positional import PositionalEncoding
 
 __all__ = [
@@ -66,9 +67,11 @@ class TransformerConfig(Config):
             weights are requested (same maths, faster).
 
     Raises:
+        TypeError: a field of the wrong type (``"8000"`` or ``8000.0`` for an int, ``1`` for a bool): see
+            :func:`lib.interfaces.check_config_types`.
         ValueError: d_model not divisible by num_heads; odd d_model; non-positive sizes; no decoder layer or a
             negative number of encoder layers; unknown activation; shared embeddings with different vocabulary
-            sizes; dropout outside [0, 1).
+            sizes; dropout outside [0, 1); layer_norm_eps not positive and finite; pad_id outside a vocabulary.
 
     Source: Vaswani et al. 2017, §3 and Table 3 (the base model's sizes), §5.4 (dropout).
     """
@@ -93,6 +96,7 @@ class TransformerConfig(Config):
     PRESETS: ClassVar[tuple[str, ...]] = ("tiny", "multi30k", "multi30k_wide", "base")
 
     def __post_init__(self) -> None:
+        check_config_types(self)
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "num_heads", "d_ff", "max_len"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
@@ -112,6 +116,13 @@ class TransformerConfig(Config):
         for name in ("dropout", "attention_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+        if not (math.isfinite(self.layer_norm_eps) and self.layer_norm_eps > 0):
+            raise ValueError(f"layer_norm_eps must be a positive finite number, got {self.layer_norm_eps}")
+        if not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
+            raise ValueError(
+                f"pad_id must be an id of both vocabularies, in [0, {min(self.src_vocab_size, self.tgt_vocab_size)}), "
+                f"got {self.pad_id}"
+            )
 
     @property
     def d_k(self) -> int:
@@ -246,7 +257,12 @@ class LayerCache:
 
         Args:
             index: ``(new_batch,)`` LongTensor of the rows to keep, in their new order (rows may repeat).
+
+        Raises:
+            ValueError: ``index`` is not a 1-D integer tensor.
         """
+        if not isinstance(index, Tensor) or index.dim() != 1 or index.is_floating_point() or index.dtype == torch.bool:
+            raise ValueError(f"index must be a 1-D LongTensor of batch rows, got {getattr(index, 'shape', index)!r}")
         for kv in (self.self_kv, self.cross_kv):
             if kv is not None:
                 kv.key = kv.key.index_select(0, index)
@@ -533,11 +549,19 @@ class Transformer(nn.Module):
     Args:
         config: a :class:`TransformerConfig`.
 
+    Raises:
+        TypeError: ``config`` is not a :class:`TransformerConfig` (e.g. a dict: use ``TransformerConfig.from_dict``).
+
     Source: Vaswani et al. 2017, Figure 1 and §3.
     """
 
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
+        if not isinstance(config, TransformerConfig):
+            raise TypeError(
+                f"config must be a TransformerConfig (from a preset or TransformerConfig.from_dict), "
+                f"got {type(config).__name__}"
+            )
         self.config = config
         c = config
         self.src_embed = nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id)
@@ -569,13 +593,64 @@ class Transformer(nn.Module):
         """
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
 
-    def _check_tokens(self, x: Tensor, name: str, vocab: int) -> None:
+    def _check_tokens(self, x: Tensor, name: str, vocab: int, offset: int = 0) -> None:
+        """Token ids ``(batch, seq_len)`` of an integer dtype, inside the vocabulary, that fit max_len from offset."""
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor of token ids (batch, seq_len), got {type(x).__name__}")
         if x.dim() != 2 or x.dtype not in (torch.long, torch.int):
             raise ValueError(
                 f"{name} must be integer token ids of shape (batch, seq_len), got {tuple(x.shape)} {x.dtype}"
             )
         if x.numel() and (int(x.min()) < 0 or int(x.max()) >= vocab):
             raise ValueError(f"{name} holds ids outside [0, {vocab})")
+        if offset + x.size(1) > self.config.max_len:
+            where = f"from offset {offset} " if offset else ""
+            raise ValueError(
+                f"{name} has {x.size(1)} positions {where}but the model's max_len is {self.config.max_len} "
+                "(the rows of its positional encoding)"
+            )
+
+    def _check_memory(self, tgt: Tensor, memory: Tensor, src_mask: Tensor) -> None:
+        """The encoder output and source mask that :meth:`decode` reads, against the target batch."""
+        if not isinstance(memory, Tensor) or not isinstance(src_mask, Tensor):
+            raise TypeError("memory and src_mask must be the tensors that encode returns")
+        d = self.config.d_model
+        if memory.dim() != 3 or memory.size(-1) != d or not memory.is_floating_point():
+            raise ValueError(
+                f"memory must be the encoder output, a float (batch, seq_s, d_model={d}) tensor, got "
+                f"{tuple(memory.shape)} {memory.dtype}"
+            )
+        if memory.size(0) != tgt.size(0):
+            raise ValueError(
+                f"tgt and memory must have the same batch size, got tgt {tgt.size(0)} and memory {memory.size(0)}"
+            )
+        batch, seq_s = memory.shape[:2]
+        if src_mask.dtype != torch.bool:
+            raise ValueError(f"src_mask must be a bool tensor (True = real source token), got dtype {src_mask.dtype}")
+        full = (batch, self.config.num_heads, tgt.size(1), seq_s)
+        try:
+            ok = src_mask.dim() == 4 and torch.broadcast_shapes(src_mask.shape, full) == full
+        except RuntimeError:
+            ok = False
+        if not ok:
+            raise ValueError(
+                f"src_mask of shape {tuple(src_mask.shape)} does not fit memory {tuple(memory.shape)}: expected "
+                f"(batch, 1, 1, seq_s) = {(batch, 1, 1, seq_s)}, as encode returns"
+            )
+
+    def _check_cache(self, cache: list[LayerCache] | None, offset: int) -> None:
+        if isinstance(offset, bool) or not isinstance(offset, numbers.Integral):
+            raise TypeError(f"offset must be an int, got {offset!r} ({type(offset).__name__})")
+        if offset < 0:
+            raise ValueError(f"offset must be >= 0, got {offset}")
+        if cache is None:
+            return
+        layers = len(self.decoder.layers)
+        if not isinstance(cache, list) or len(cache) != layers or not all(isinstance(c, LayerCache) for c in cache):
+            raise ValueError(f"cache must be a list of {layers} LayerCache (one per decoder layer), from new_cache()")
+        cached = 0 if cache[0].self_kv is None else cache[0].self_kv.key.size(2)
+        if offset != cached:
+            raise ValueError(f"offset must be the number of positions already in the cache ({cached}), got {offset}")
 
     def _embed(self, tokens: Tensor, table: nn.Embedding, offset: int = 0) -> Tensor:
         return self.positional(table(tokens) * math.sqrt(self.config.d_model), offset)
@@ -606,9 +681,9 @@ class Transformer(nn.Module):
         offset: int,
         return_attention: bool,
     ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
-        self._check_tokens(tgt, "tgt", self.config.tgt_vocab_size)
-        if offset < 0:
-            raise ValueError(f"offset must be >= 0, got {offset}")
+        self._check_cache(cache, offset)
+        self._check_tokens(tgt, "tgt", self.config.tgt_vocab_size, offset)
+        self._check_memory(tgt, memory, src_mask)
         t_new = tgt.size(1)
         if cache is None or offset == 0:
             self_mask = causal_mask(t_new, tgt.device)
@@ -633,6 +708,7 @@ class Transformer(nn.Module):
             mask ``(batch, 1, 1, seq_s)`` (``True`` = real token, may be attended to).
 
         Raises:
+            TypeError: ``src`` is not a tensor.
             ValueError: ids not 2-D integers, out of the vocabulary, or longer than ``max_len``.
 
         Source: Vaswani et al. 2017, §3.1 (the encoder maps x to z = (z_1, …, z_n)).
@@ -663,8 +739,11 @@ class Transformer(nn.Module):
             logits ``(batch, seq_t, tgt_vocab_size)``; ``logits[:, t]`` scores the token after ``tgt[:, t]``.
 
         Raises:
-            ValueError: ids of the wrong shape/dtype or outside the vocabulary, a negative offset, or a
-                position beyond ``max_len``.
+            TypeError: ``tgt``, ``memory`` or ``src_mask`` is not a tensor; ``offset`` is not an int.
+            ValueError: ids of the wrong shape/dtype or outside the vocabulary; a negative offset, or one that is not
+                the number of positions already cached; a position beyond ``max_len``; ``memory`` or ``src_mask``
+                that do not fit ``tgt`` (batch size, d_model, mask shape or dtype); a cache with the wrong number of
+                layers.
 
         Source: Vaswani et al. 2017, §3.1 (the decoder is auto-regressive) and §3.2.3 (causal masking).
         """
@@ -700,10 +779,14 @@ class Transformer(nn.Module):
             ``(batch, heads, seq_q, seq_k)`` tensor per layer.
 
         Raises:
-            ValueError: ids of the wrong shape/dtype, outside the vocabulary, or longer than max_len.
+            TypeError: ``src`` or ``tgt`` is not a tensor.
+            ValueError: ids of the wrong shape/dtype, outside the vocabulary, or longer than max_len; src and tgt
+                of different batch sizes.
 
         Source: Vaswani et al. 2017, Figure 1 and §3.
         """
+        if all(isinstance(t, Tensor) and t.dim() == 2 for t in (src, tgt)) and src.size(0) != tgt.size(0):
+            raise ValueError(f"src and tgt must have the same batch size, got {src.size(0)} and {tgt.size(0)}")
         memory, src_mask, enc_w = self._encode(src, return_attention)
         logits, dec_w, cross_w = self._decode(tgt, memory, src_mask, None, 0, return_attention)
         if return_attention:

@@ -4,12 +4,27 @@ Command line (one German sentence per line in, one English sentence per line out
 
     python -m lib.translate --run models/de-en [--beam 5] < input.de > output.en
     python -m lib.translate --run models/de-en --bleu test_2016_flickr     # score a Multi30k split
+
+Output line i is the translation of input line i, whatever the input holds. The input is read as bytes and
+decoded as UTF-8 whatever the locale, line by line; lines end at ``\\n``, ``\\r\\n`` or ``\\r`` (Unix, Windows and
+old Mac files read alike); a UTF-8 byte-order mark is dropped, and a file that starts with a UTF-16 byte-order
+mark (what Windows PowerShell writes) is read as UTF-16. A blank line gives a blank line; a line that is not
+valid UTF-8 gives an empty line and a message on stderr naming it; a line longer than the model's limit is
+translated in pieces and named on stderr (see :func:`translate`). The output is UTF-8.
+
+Exit status: 0 = every line was translated; 1 = some lines were not valid UTF-8 (their output lines are empty,
+every other line was written); 2 = bad arguments (nothing was loaded).
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
+import math
+import re
 import sys
+import unicodedata
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -17,13 +32,143 @@ from torch import Tensor
 
 from .bpe import decode, encode
 from .checkpoint import load_run
-from .data import load_multi30k, pad_batch
+from .data import SPLITS, load_multi30k, pad_batch
 from .decode import beam_search, greedy_decode
 from .interfaces import AttentionMaps, EncoderDecoder
 from .metrics import BleuResult, corpus_bleu
-from .special_tokens import BOS_ID, EOS_ID, PAD_ID
+from .special_tokens import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
-__all__ = ["translate", "evaluate_bleu", "TranslationAttention", "translation_attention"]
+__all__ = [
+    "translate",
+    "evaluate_bleu",
+    "TranslationAttention",
+    "translation_attention",
+    "MAX_BEAM",
+    "MAX_HYPOTHESES",
+]
+
+#: The widest beam the command line accepts: beam search holds beam x batch hypotheses, each with its key/value
+#: cache and a vocabulary-sized row of scores per step, so memory grows with beam x batch (``--beam 1000`` ran
+#: out of memory). Translation uses small beams: Vaswani et al. 2017, §6.1, use 4.
+MAX_BEAM = 64
+#: Hypotheses decoded at once by :func:`translate`: the batch is lowered to ``MAX_HYPOTHESES // beam_size``
+#: sentences, so the default batch of 100 runs unchanged up to beam 5 and beam 64 decodes 7 sentences at a time.
+MAX_HYPOTHESES = 500
+
+_CONTROL_IDS = frozenset({PAD_ID, BOS_ID, EOS_ID})
+_WORD_START = "\u2581"  # the Metaspace marker that lib.bpe's tokenizer puts before every word
+# where a too-long text is split: after . ! ? ; (optionally followed by a closing quote or bracket) and a space
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|(?<=[.!?;][\"'\u00ab\u00bb\u201c\u201d\u2018\u2019)\]])\s+")
+_LINE_END = re.compile(r"\r\n|\r|\n")
+_LINE_END_BYTES = re.compile(rb"\r\n|\r|\n")
+
+
+def _clean(text: str) -> str:
+    """The text as the model should see it: NFC, without byte-order marks and surrounding whitespace."""
+    # U+FEFF inside text is a byte-order mark left over from concatenated files (its use as a zero-width
+    # no-break space is deprecated since Unicode 3.2); str.strip() also removes a "\r" left from "\r\n".
+    return unicodedata.normalize("NFC", text).replace("\ufeff", "").strip()
+
+
+def _plain_text_tokenizer(tokenizer):
+    """A copy of ``tokenizer`` that reads ``<pad>``, ``<s>``, ``</s>``, ``<unk>`` in a text as characters.
+
+    A ``tokenizers.Tokenizer`` matches its special tokens anywhere in the text (``add_special_tokens=False``
+    only stops it from *adding* any), so a literal ``</s>`` in a sentence became the end-of-sentence id.
+    With ``encode_special_tokens = True`` it tokenises them like any other characters. The flag is set on a
+    copy (16 ms) so that the caller's tokenizer is never changed, not even for a moment.
+
+    This belongs in ``lib.bpe.encode`` (every caller that encodes user text wants it); it lives here until then.
+    """
+    if not (hasattr(tokenizer, "encode_special_tokens") and hasattr(tokenizer, "to_str")):
+        return tokenizer  # not a tokenizers.Tokenizer: _text_ids' safety net still applies
+    plain = type(tokenizer).from_str(tokenizer.to_str())
+    plain.encode_special_tokens = True
+    return plain
+
+
+def _text_ids(tokenizer, text: str) -> list[int]:
+    """Token ids of ``text`` read as text: never PAD, BOS or EOS (a control id from text becomes UNK)."""
+    return [UNK_ID if i in _CONTROL_IDS else i for i in encode(tokenizer, text)]
+
+
+def _cut(tokenizer, ids: list[int], limit: int) -> int:
+    """Where to cut ``ids`` (longer than ``limit``): the last word start in the window's second half, else the limit."""
+    for j in range(limit, limit // 2, -1):
+        if (tokenizer.id_to_token(ids[j]) or "").startswith(_WORD_START):
+            return j
+    return limit
+
+
+def _pieces(tokenizer, text: str, limit: int) -> tuple[list[list[int]], int]:
+    """Split a cleaned text into pieces of at most ``limit`` ids: sentence ends first, then the token limit.
+
+    Returns the pieces (one, the whole text, when it fits) and the number of ids of the whole text.
+    """
+    ids = _text_ids(tokenizer, text)
+    if len(ids) <= limit:
+        return ([ids] if ids else []), len(ids)
+    pieces = []
+    for sentence in _SENTENCE_END.split(text):
+        rest = _text_ids(tokenizer, sentence)
+        while len(rest) > limit:
+            cut = _cut(tokenizer, rest, limit)
+            pieces.append(rest[:cut])
+            rest = rest[cut:]
+        if rest:
+            pieces.append(rest)
+    return pieces, len(ids)
+
+
+@torch.no_grad()
+def _translate(
+    model: EncoderDecoder,
+    tokenizer,
+    sentences: list[str],
+    beam_size: int,
+    alpha: float,
+    batch_size: int,
+    device: torch.device | str | None,
+    too_long: str,
+    max_hypotheses: int,
+) -> tuple[list[str], dict[int, tuple[int, int]]]:
+    """:func:`translate` without the checks and warnings; also returns {index: (ids, pieces)} of the split sentences."""
+    limit = model.config.max_len - 1  # source ids, so that with EOS the source fills at most max_len positions
+    plain = _plain_text_tokenizer(tokenizer)
+    pieces: list[list[int]] = []  # source ids of every piece to decode, EOS appended
+    owner: list[int] = []  # the sentence each piece belongs to
+    split: dict[int, tuple[int, int]] = {}
+    for i, sentence in enumerate(sentences):
+        parts, n_ids = _pieces(plain, _clean(sentence), limit)  # a blank sentence has no piece
+        if len(parts) > 1:
+            if too_long == "error":
+                raise ValueError(
+                    f"sentences[{i}] has {n_ids} sub-word tokens, more than the model's limit of {limit} "
+                    "(model.config.max_len - 1); pass too_long='split' to translate it in pieces"
+                )
+            split[i] = (n_ids, len(parts))
+        pieces += [p + [EOS_ID] for p in parts]
+        owner += [i] * len(parts)
+
+    device = next(model.parameters()).device if device is None else torch.device(device)
+    model.to(device).eval()
+    batch = max(1, min(batch_size, max_hypotheses // beam_size))  # at most max_hypotheses hypotheses at once
+    order = sorted(range(len(pieces)), key=lambda j: len(pieces[j]))  # similar lengths share a batch
+    texts = [""] * len(pieces)
+    for start in range(0, len(order), batch):
+        chunk = order[start : start + batch]
+        src = pad_batch([pieces[j] for j in chunk], PAD_ID).to(device)
+        if beam_size == 1:
+            hyps = greedy_decode(model, src)
+        else:
+            hyps = beam_search(model, src, beam_size=beam_size, alpha=alpha)
+        for j, h in zip(chunk, hyps):
+            texts[j] = decode(tokenizer, h)
+    parts_of: list[list[str]] = [[] for _ in sentences]
+    for j, i in enumerate(owner):
+        parts_of[i].append(texts[j])
+    out = [parts[0] if len(parts) == 1 else " ".join(t for t in parts if t) for parts in parts_of]
+    return out, split
 
 
 @torch.no_grad()
@@ -35,41 +180,63 @@ def translate(
     alpha: float = 0.6,
     batch_size: int = 100,
     device: torch.device | str | None = None,
+    *,
+    too_long: str = "split",
+    max_hypotheses: int = MAX_HYPOTHESES,
 ) -> list[str]:
-    """Translate sentences, batching those of similar length together.
+    """Translate sentences, batching those of similar length together; one translation per sentence, always.
+
+    Each sentence is first cleaned: Unicode-normalised to NFC, byte-order marks (U+FEFF) removed, surrounding
+    whitespace stripped (so a ``\\r`` left from a Windows line end changes nothing). It is read as text: a
+    literal ``</s>``, ``<pad>``, ``<s>`` or ``<unk>`` is tokenised like any other characters, never taken for a
+    control token. A sentence that is empty after cleaning translates to ``""`` without running the model.
+
+    A sentence longer than the model's limit (``model.config.max_len - 1`` sub-word ids, plus EOS) is, with
+    ``too_long="split"``, cut after sentence ends (``.``, ``!``, ``?``, ``;`` followed by a space) and, where
+    one sentence alone is still too long, at the limit (at a word start when one lies in the second half of
+    the window); the pieces are translated one by one and joined with a space, and a ``UserWarning`` names the
+    sentence's index. A sentence within the limit is never split.
 
     Args:
-        model: a trained Transformer.
+        model: a trained encoder–decoder (``lib.interfaces.EncoderDecoder``).
         tokenizer: its tokenizer.
-        sentences: source sentences (plain text).
+        sentences: source sentences (plain text), a list (or other iterable) of str.
         beam_size: 1 = greedy decoding, otherwise beam search with this width.
-        alpha: beam search's length-penalty exponent.
-        batch_size: sentences decoded at once.
+        alpha: beam search's length-penalty exponent (finite).
+        batch_size: most sentences (or pieces) decoded at once; lowered to ``max_hypotheses // beam_size``.
         device: default: the model's device.
+        too_long: ``"split"`` (translate a too-long sentence in pieces, with a warning) or ``"error"``.
+        max_hypotheses: most hypotheses (sentences x beam) decoded at once, which bounds the memory.
 
     Returns:
-        The translations, in the order of ``sentences``.
+        The translations, in the order of ``sentences`` (``""`` for a blank sentence).
 
     Raises:
-        ValueError: beam_size or batch_size < 1.
+        ValueError: ``sentences`` is a single str or holds a non-str; beam_size, batch_size or max_hypotheses
+            < 1; alpha not finite; too_long not ``"split"`` or ``"error"``; with ``too_long="error"``, a
+            sentence longer than the model's limit (the message names its index).
     """
+    if isinstance(sentences, str):
+        raise ValueError("sentences must be a list of str, got a single str (pass [sentence])")
+    sentences = list(sentences)
+    for i, sentence in enumerate(sentences):
+        if not isinstance(sentence, str):
+            raise ValueError(f"sentences must hold str, sentences[{i}] is {type(sentence).__name__}")
     if beam_size < 1 or batch_size < 1:
         raise ValueError(f"beam_size and batch_size must be >= 1, got {beam_size} and {batch_size}")
-    device = next(model.parameters()).device if device is None else torch.device(device)
-    model.to(device).eval()
-    limit = model.config.max_len - 1
-    ids = [encode(tokenizer, s)[: limit - 1] + [EOS_ID] for s in sentences]
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-    out: list[str] = [""] * len(ids)
-    for start in range(0, len(order), batch_size):
-        chunk = order[start : start + batch_size]
-        src = pad_batch([ids[i] for i in chunk], PAD_ID).to(device)
-        if beam_size == 1:
-            hyps = greedy_decode(model, src)
-        else:
-            hyps = beam_search(model, src, beam_size=beam_size, alpha=alpha)
-        for i, h in zip(chunk, hyps):
-            out[i] = decode(tokenizer, h)
+    if max_hypotheses < 1:
+        raise ValueError(f"max_hypotheses must be >= 1, got {max_hypotheses}")
+    if not math.isfinite(alpha):
+        raise ValueError(f"alpha must be a finite number, got {alpha}")
+    if too_long not in ("split", "error"):
+        raise ValueError(f"too_long must be 'split' or 'error', got {too_long!r}")
+    out, split = _translate(model, tokenizer, sentences, beam_size, alpha, batch_size, device, too_long, max_hypotheses)
+    for i, (n_ids, n_pieces) in split.items():
+        warnings.warn(
+            f"sentence {i} has {n_ids} sub-word tokens, more than the model's limit of "
+            f"{model.config.max_len - 1}: translated in {n_pieces} pieces joined by spaces",
+            stacklevel=3,  # the caller of translate (torch.no_grad's wrapper sits in between)
+        )
     return out
 
 
@@ -81,6 +248,7 @@ def evaluate_bleu(
     beam_size: int = 1,
     alpha: float = 0.6,
     device=None,
+    batch_size: int = 100,
 ) -> BleuResult:
     """Translate a Multi30k split's German side and score it with sacreBLEU against the English side.
 
@@ -92,17 +260,26 @@ def evaluate_bleu(
         beam_size: 1 = greedy decoding, otherwise beam search with this width.
         alpha: beam search's length-penalty exponent.
         device: where to decode; default: the model's device.
+        batch_size: sentences decoded at once (see :func:`translate`).
 
     Returns:
         :class:`lib.metrics.BleuResult`: corpus BLEU in [0, 100] with sacreBLEU's signature.
 
     Raises:
-        ValueError: unknown split (from ``lib.data.load_multi30k``); beam_size < 1.
+        ValueError: unknown split (from ``lib.data.load_multi30k``); beam_size or batch_size < 1.
         FileNotFoundError: the split's files are missing and cannot be downloaded.
         ChecksumError: a file's SHA-256 differs from the expected one.
     """
     pairs = load_multi30k(split, root)
-    hyps = translate(model, tokenizer, [de for de, _ in pairs], beam_size=beam_size, alpha=alpha, device=device)
+    hyps = translate(
+        model,
+        tokenizer,
+        [de for de, _ in pairs],
+        beam_size=beam_size,
+        alpha=alpha,
+        batch_size=batch_size,
+        device=device,
+    )
     return corpus_bleu(hyps, [en for _, en in pairs])
 
 
@@ -171,16 +348,35 @@ def translation_attention(
     Raises:
         ValueError: the model computes no attention (the fixed-vector model attends to nothing).
 
+    The texts are read as :func:`translate` reads them (NFC, ``</s>`` and the like as text); a source or
+    translation longer than the model's limit (``model.config.max_len - 1`` sub-words) is cut there, with a
+    ``UserWarning`` (one attention map cannot be split into pieces).
+
     Source: the alignment figures of Bahdanau et al. 2015, Fig. 3; Vaswani et al. 2017, Figures 3–5.
     """
     model.eval()
     device = next(model.parameters()).device
-    src_ids = encode(tokenizer, source)[: model.config.max_len - 1] + [EOS_ID]
+    plain, limit = _plain_text_tokenizer(tokenizer), model.config.max_len - 1
+    src_ids = _text_ids(plain, _clean(source))
+    if len(src_ids) > limit:
+        warnings.warn(
+            f"the source has {len(src_ids)} sub-word tokens, more than the model's limit of {limit}: "
+            f"the maps show its first {limit}",
+            stacklevel=3,
+        )
+    src_ids = src_ids[:limit] + [EOS_ID]
     src = torch.tensor([src_ids], device=device)
     if translation is None:
         tgt_ids = greedy_decode(model, src)[0]
     else:
-        tgt_ids = encode(tokenizer, translation)[: model.config.max_len - 1]
+        tgt_ids = _text_ids(plain, _clean(translation))
+        if len(tgt_ids) > limit:
+            warnings.warn(
+                f"the translation has {len(tgt_ids)} sub-word tokens, more than the model's limit of {limit}: "
+                f"the maps show its first {limit}",
+                stacklevel=3,
+            )
+        tgt_ids = tgt_ids[:limit]
     tgt_in = torch.tensor([[BOS_ID] + tgt_ids], device=device)
     _, weights = model(src, tgt_in, return_attention=True)
     if not weights.kinds():
@@ -195,37 +391,146 @@ def translation_attention(
     )
 
 
-def main(argv: list[str] | None = None) -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line's arguments (help texts in ASCII: under the C locale stdout may be ASCII-only)."""
+    p = argparse.ArgumentParser(
+        prog="python -m lib.translate",
+        description=(
+            "Translate German to English with a trained run: one sentence per line of stdin (UTF-8), one "
+            "translation per line of stdout (UTF-8), always as many lines out as in. A blank line gives a blank "
+            "line; a line that is not valid UTF-8 gives an empty line and a message on stderr; a line longer than "
+            "the model's limit is translated in pieces joined by spaces (named on stderr)."
+        ),
+        epilog=(
+            "exit status: 0 = every line translated; 1 = some input lines were not valid UTF-8 (their output "
+            "lines are empty, all other lines were written); 2 = bad arguments (checked before anything is loaded)."
+        ),
+    )
+    p.add_argument("--run", required=True, help="run folder (e.g. models/de-en or runs/NAME)")
+    p.add_argument(
+        "--beam",
+        type=int,
+        default=1,
+        help=f"beam width, 1 (greedy, the default) to {MAX_BEAM}: memory grows with beam x batch, so at most "
+        f"{MAX_HYPOTHESES} hypotheses are decoded at once (the batch is lowered to {MAX_HYPOTHESES} // beam)",
+    )
+    p.add_argument("--alpha", type=float, default=0.6, help="length-penalty exponent for beam search (>= 0)")
+    p.add_argument("--batch-size", type=int, default=100, help="sentences decoded at once (>= 1; default 100)")
+    p.add_argument("--device", default=None, help="cpu (default), cuda, cuda:1, ...")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads for torch (>= 1; default: torch's)")
+    p.add_argument(
+        "--bleu", metavar="SPLIT", default=None, help=f"instead of stdin, score a Multi30k split: {', '.join(SPLITS)}"
+    )
+    p.add_argument("--data", default=None, help="folder with the Multi30k files (default: MULTI30K_DIR or download)")
+    return p
+
+
+def _check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Stop with a one-line usage error (exit status 2) on a bad argument, before anything slow is loaded."""
+    if not 1 <= args.beam <= MAX_BEAM:
+        p.error(f"argument --beam: must be 1 to {MAX_BEAM}, got {args.beam} (memory grows with beam x batch)")
+    if args.batch_size < 1:
+        p.error(f"argument --batch-size: must be >= 1, got {args.batch_size}")
+    if not (math.isfinite(args.alpha) and args.alpha >= 0):
+        p.error(f"argument --alpha: must be a finite number >= 0, got {args.alpha}")
+    if args.threads is not None and args.threads < 1:
+        p.error(f"argument --threads: must be >= 1, got {args.threads}")
+    if args.bleu is not None and args.bleu not in SPLITS:
+        p.error(f"argument --bleu: unknown split {args.bleu!r}, expected one of {', '.join(SPLITS)}")
+    if args.device is not None:
+        try:
+            device = torch.device(args.device)
+        except RuntimeError as err:
+            p.error(f"argument --device: {err}")
+        if device.type == "cuda" and not (
+            torch.cuda.is_available() and (device.index or 0) < torch.cuda.device_count()
+        ):
+            p.error(f"argument --device: {args.device} is not available on this machine")
+
+
+def _read_lines(data: bytes) -> tuple[list[str], list[str]]:
+    """Stdin's bytes as lines of text, and a message for each line that could not be decoded (its line is "")."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):  # e.g. Windows PowerShell's `>`
+        try:
+            text = data.decode("utf-16")
+        except UnicodeDecodeError as err:
+            return [], [f"stdin starts with a UTF-16 byte-order mark but is not valid UTF-16: {err}"]
+        lines = _LINE_END.split(text)
+        return (lines[:-1] if lines[-1] == "" else lines), []
+    data = data.removeprefix(codecs.BOM_UTF8)
+    raw = _LINE_END_BYTES.split(data)
+    if raw[-1] == b"":  # the last line's end (or empty input)
+        raw.pop()
+    lines, errors = [], []
+    for number, line in enumerate(raw, 1):
+        try:
+            lines.append(line.decode("utf-8"))
+        except UnicodeDecodeError as err:
+            lines.append("")
+            errors.append(
+                f"line {number}: not valid UTF-8 (byte 0x{line[err.start]:02x} at byte {err.start + 1}): "
+                "wrote an empty line"
+            )
+    return lines, errors
+
+
+def main(argv: list[str] | None = None) -> int:
     """The command line: translate stdin line by line, or score a Multi30k split with ``--bleu``.
+
+    Arguments are checked before the run is loaded; a bad one stops with a one-line usage error (exit status 2).
+    Stdin is read as bytes and decoded as UTF-8 (see the module's docstring), whatever the locale, and the
+    translations are written to stdout as UTF-8, one line per input line.
 
     Args:
         argv: the arguments (default ``sys.argv[1:]``).
+
+    Returns:
+        The exit status: 0 = every line translated; 1 = some lines were not valid UTF-8 (their output lines are
+        empty, every other line was written, stderr names them).
     """
-    p = argparse.ArgumentParser(
-        prog="python -m lib.translate", description="Translate German to English with a trained run."
-    )
-    p.add_argument("--run", required=True, help="run folder (e.g. models/de-en or runs/NAME)")
-    p.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy)")
-    p.add_argument("--alpha", type=float, default=0.6, help="length-penalty exponent for beam search")
-    p.add_argument("--batch-size", type=int, default=100)
-    p.add_argument("--device", default=None)
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--bleu", metavar="SPLIT", default=None, help="instead of stdin, score this Multi30k split")
-    p.add_argument("--data", default=None, help="folder with the Multi30k files (default: MULTI30K_DIR or download)")
+    p = _parser()
     args = p.parse_args(argv)
-    if args.threads:
+    _check_args(p, args)
+    if args.bleu is not None:  # a missing or damaged data file stops us before the model is loaded
+        try:
+            load_multi30k(args.bleu, args.data)
+        except (FileNotFoundError, ValueError) as err:  # lib.data.ChecksumError is a ValueError
+            p.error(f"argument --bleu {args.bleu}: {err}")
+    if args.threads is not None:
         torch.set_num_threads(args.threads)
     try:
         run = load_run(args.run, device=args.device or "cpu")
-    except FileNotFoundError as err:
-        p.error(str(err))
-    if args.bleu:
-        print(evaluate_bleu(run.model, run.tokenizer, args.bleu, args.data, args.beam, args.alpha))
-        return
-    lines = [line.rstrip("\n") for line in sys.stdin]
-    for line in translate(run.model, run.tokenizer, lines, args.beam, args.alpha, args.batch_size):
-        print(line)
+    except (FileNotFoundError, ValueError, KeyError) as err:  # missing files; a config it cannot read
+        p.error(f"argument --run: {err}")
+    sys.stdout.flush()
+    out = sys.stdout.buffer
+    if args.bleu is not None:
+        bleu = evaluate_bleu(
+            run.model, run.tokenizer, args.bleu, args.data, args.beam, args.alpha, None, args.batch_size
+        )
+        out.write(f"{bleu}\n".encode())
+        out.flush()
+        return 0
+    if sys.stdin.isatty():
+        print("reading German sentences from stdin, one per line (end with Ctrl-D)", file=sys.stderr)
+    lines, errors = _read_lines(sys.stdin.buffer.read())
+    for message in errors:
+        print(message, file=sys.stderr)
+    english, split = _translate(
+        run.model, run.tokenizer, lines, args.beam, args.alpha, args.batch_size, None, "split", MAX_HYPOTHESES
+    )
+    limit = run.model.config.max_len - 1
+    for i, (n_ids, n_pieces) in split.items():
+        print(
+            f"line {i + 1}: {n_ids} sub-word tokens, more than the model's limit of {limit}: "
+            f"translated in {n_pieces} pieces joined by spaces",
+            file=sys.stderr,
+        )
+    # a translation never spans lines: the line count out equals the line count in
+    out.write("".join(" ".join(t.splitlines()) + "\n" for t in english).encode("utf-8"))
+    out.flush()
+    return 1 if errors else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

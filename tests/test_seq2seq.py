@@ -196,7 +196,8 @@ def test_tied_embeddings_and_save_load_round_trip(tmp_path):
     assert model.src_embed.weight is model.tgt_embed.weight is model.output.weight
     untied = Seq2Seq(Seq2SeqConfig(VOCAB, d_embed=12, d_hidden=16, share_embeddings=False))
     assert untied.num_parameters() == model.num_parameters() + 2 * VOCAB * 12
-    tokenizer = train_bpe(["ein Hund", "a dog"] * 5, vocab_size=VOCAB)
+    tokenizer = train_bpe(["ein Hund läuft", "a dog runs", "zwei Männer", "two men"] * 5, vocab_size=VOCAB)
+    assert tokenizer.get_vocab_size() == VOCAB  # load_run refuses a tokenizer of another size than the embedding
     save_run(tmp_path / "run", model, tokenizer)
     run = load_run(tmp_path / "run")
     assert isinstance(run.model, Seq2Seq) and run.config == model.config

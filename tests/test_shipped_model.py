@@ -27,7 +27,12 @@ def test_shipped_files_are_complete_and_small():
 def test_shipped_model_reaches_its_recorded_test_bleu(shipped, multi30k_dir):
     bleu = evaluate_bleu(shipped.model, shipped.tokenizer, "test_2016_flickr")
     assert bleu.score == pytest.approx(shipped.results["test_bleu_greedy"], abs=0.5)
-    assert bleu.signature == shipped.results["bleu_signature"]
+
+    # the same BLEU settings (tokenizer, smoothing, case, ...); only sacreBLEU's own version may differ
+    def settings(signature):
+        return [part for part in signature.split("|") if not part.startswith("version:")]
+
+    assert settings(bleu.signature) == settings(shipped.results["bleu_signature"])
 
 
 def test_shipped_model_translates_a_simple_sentence(shipped):

@@ -1,8 +1,11 @@
 """`python -m lib.train` end to end: a few steps on real Multi30k, then the run folder loads and translates."""
 
 import json
+import os
 import subprocess
 import sys
+
+import pytest
 
 from lib.checkpoint import load_run
 from lib.translate import translate
@@ -43,3 +46,53 @@ def test_train_command_line_needs_a_budget(tmp_path):
         [sys.executable, "-m", "lib.train", "--out", str(tmp_path)], capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 2 and "budget" in proc.stderr
+
+
+# --- hostile arguments: one-line usage errors before any data is loaded ----------------------------------------
+
+
+def _cli(*args, env=None, timeout=60):
+    return subprocess.run(
+        [sys.executable, "-m", "lib.train", *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
+
+
+@pytest.mark.parametrize(
+    "args, option",
+    [
+        (["--minutes", "-1"], "--minutes"),
+        (["--minutes", "nan"], "--minutes"),
+        (["--steps", "0"], "--steps"),
+        (["--steps", "5", "--peak-lr", "nan"], "--peak-lr"),
+        (["--steps", "5", "--max-tokens", "0"], "--max-tokens"),
+        (["--steps", "5", "--label-smoothing", "1.5"], "--label-smoothing"),
+        (["--steps", "5", "--dropout", "1.0"], "--dropout"),
+        (["--steps", "5", "--eval-every", "0"], "--eval-every"),
+        (["--steps", "5", "--snapshots", "5,x"], "--snapshots"),
+        (["--steps", "5", "--threads", "0"], "--threads"),
+        (["--steps", "5", "--vocab-size", "3"], "--vocab-size"),
+        (["--steps", "5", "--device", "gpu9"], "--device"),
+        (["--steps", "5", "--data", "/no/such/folder"], "--data"),
+        (["--steps", "5", "--resume"], "--resume"),
+    ],
+)
+def test_bad_arguments_are_one_line_usage_errors(tmp_path, args, option):
+    # MULTI30K_DIR points nowhere: if an argument were checked only after the data loaded, the error would be
+    # about the missing data, not about the option
+    env = {**os.environ, "MULTI30K_DIR": str(tmp_path / "no-data")}
+    proc = _cli(*args, "--out", str(tmp_path / "run"), env=env)
+    assert proc.returncode == 2, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("python -m lib.train: error:") and option in last, proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "run").exists()
+
+
+def test_an_existing_run_is_never_replaced_without_overwrite(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "model.pt").write_bytes(b"precious")
+    proc = _cli("--steps", "1", "--out", str(out))
+    assert proc.returncode == 2 and "already holds a run" in proc.stderr and "--overwrite" in proc.stderr
+    assert (out / "model.pt").read_bytes() == b"precious"
+    proc = _cli("--steps", "1", "--out", str(out), "--resume", "--overwrite")
+    assert proc.returncode == 2 and "contradict" in proc.stderr

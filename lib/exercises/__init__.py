@@ -16,6 +16,21 @@ not wrong. A function whose body does something but returns None is told that it
 A wrong answer never raises: an exception from the reader's function is reported on the ❌ line.
 Only a programming error raises, e.g. an unknown exercise name (:class:`ValueError`).
 
+A reader's function cannot break the checker or the notebook (see :func:`lib.exercises.core._call`):
+
+- it gets deep copies of its arguments, so an answer that changes them in place (zeroes a tensor, changes
+  the shipped model's weights) cannot make a later, correct answer fail;
+- it runs at most ``lib.exercises.core.TIME_LIMIT_S`` = 20 s per call (where a ``SIGALRM`` timer exists: Linux,
+  macOS, the main thread): ``❌ name: ⏱ your function did not return within 20 s ...``;
+- ``sys.exit()`` is reported (``❌ name: your function called sys.exit() ...``); only KeyboardInterrupt (the
+  reader pressing stop) goes through.
+
+When the checker itself cannot run (the shipped model or a package is missing: an installation problem, not
+the reader's), the line says so and :func:`check` returns False::
+
+    ⚠ cap_greedy_decode: the checker could not run: loading the shipped model ... failed (FileNotFoundError:
+    ...) (this is not about your answer; check the installation: ...)
+
 Adding an exercise (one module per chapter, ``lib/exercises/<chapter>.py``, imported at the end of
 this file). The chapter's module imports the ``exercise`` decorator and the checkers' helpers from
 :mod:`lib.exercises.core`, never from this package, so that no import cycle runs through it::
@@ -36,6 +51,9 @@ A checker raises ``AssertionError("helpful message")`` when the answer is wrong 
 :func:`lib.exercises.core._call`, so that an exception the reader's code raises is reported as "your function
 raised ...", not as a failure of the checker, a function that forgot its ``return`` (returns None) is named as
 such, and a function that returns ``...`` (a body not filled in yet) is reported as ⏳ "not solved yet".
+Code that loads what the checker needs (a model, data) runs before the first call of the reader's function,
+inside ``with _setup("what it does", "what to check in the installation"):``, so that its failure is reported
+with ⚠ as the checker's (:class:`lib.exercises.core.CheckerSetupError`), not with ❌ as the reader's.
 
 Source: the exercise/solution pattern of the QuantEcon lectures (``sphinx-exercise``).
 """
@@ -44,10 +62,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .core import EXERCISES, Exercise, _AnswerRaised, _NotSolved, exercise, list_exercises
+from .core import EXERCISES, Exercise, _AnswerRaised, _AnswerStopped, _NotSolved, exercise, list_exercises
 
-# Re-exported (the redundant aliases say so): every name of .core stays importable from lib.exercises.
+# Re-exported (the redundant aliases say so): the checkers' helpers of .core stay importable from lib.exercises.
+# (The time limit is not: set it where _call reads it, lib.exercises.core.TIME_LIMIT_S.)
 from .core import Checker as Checker
+from .core import CheckerSetupError as CheckerSetupError
 from .core import _as_array as _as_array
 from .core import _as_number as _as_number
 from .core import _call as _call
@@ -55,6 +75,7 @@ from .core import _diagnose as _diagnose
 from .core import _fmt as _fmt
 from .core import _is_placeholder as _is_placeholder
 from .core import _require_callable as _require_callable
+from .core import _setup as _setup
 
 __all__ = ["Exercise", "EXERCISES", "exercise", "check", "list_exercises", "progress"]
 
@@ -68,8 +89,9 @@ def check(name: str, answer: Any) -> bool:
             function that returns ``...`` (a body not filled in yet, e.g. ``def pe_row(pos, d_model): ...``).
 
     Returns:
-        True when the answer is correct, False otherwise (also when the reader's function raised, and when
-        the exercise is not solved yet).
+        True when the answer is correct, False otherwise (also when the reader's function raised, ran past the
+        time limit or called ``sys.exit()``, when the exercise is not solved yet, and when the checker itself
+        could not run: ⚠).
 
     Raises:
         ValueError: ``name`` is not a registered exercise (the message lists the known names).
@@ -91,6 +113,13 @@ def _verdict(name: str, answer: Any) -> str:
         remark = EXERCISES[name].checker(answer)
     except _NotSolved as err:
         return f"⏳ {name}: not solved yet — fill in the body of {err.function_name}"
+    except CheckerSetupError as err:
+        return (
+            f"⚠ {name}: the checker could not run: {err.problem} (this is not about your answer; "
+            f"check the installation: {err.fix})"
+        )
+    except _AnswerStopped as err:
+        return f"❌ {name}: {err.message}"
     except _AnswerRaised as err:
         e = err.original
         return f"❌ {name}: your function raised {type(e).__name__}: {e}"
@@ -106,7 +135,7 @@ RESULTS: dict[str, str] = {}
 
 
 def progress(chapter: str | None = None) -> dict[str, str]:
-    """Print one line per exercise, ✅ / ❌ / ⏳ as last checked in this session, · if never checked.
+    """Print one line per exercise, ✅ / ❌ / ⏳ / ⚠ as last checked in this session, · if never checked.
 
     For a class: students run ``progress()`` in the last cell of a chapter and hand in the notebook (or copy
     the lines into a form); the teacher sees at a glance what each solved.
@@ -116,7 +145,8 @@ def progress(chapter: str | None = None) -> dict[str, str]:
             exercise checked in this session.
 
     Returns:
-        ``{exercise name: status}`` with status ``"✅"``, ``"❌"``, ``"⏳"`` or ``"·"``, in registration order.
+        ``{exercise name: status}`` with status ``"✅"``, ``"❌"``, ``"⏳"``, ``"⚠"`` (the checker could not run)
+        or ``"·"``, in registration order.
 
     Raises:
         ValueError: ``chapter`` has no registered exercises (the message lists the chapters that do).

@@ -9,6 +9,7 @@ needs the Multi30k files.
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import math
 from typing import Any
@@ -20,7 +21,7 @@ from ..decode import greedy_decode, length_penalty
 from ..metrics import corpus_bleu
 from ..special_tokens import BOS_ID, EOS_ID, PAD_ID
 from ..training import label_smoothed_cross_entropy
-from .core import _AnswerRaised, _as_number, _call, _require_callable, exercise
+from .core import _AnswerRaised, _as_number, _call, _require_callable, _setup, exercise
 
 # This module only registers checkers (with @exercise, on import): it has no public names.
 __all__: list[str] = []
@@ -142,10 +143,21 @@ def _one_thread():
 
 @functools.lru_cache(maxsize=1)
 def _shipped():
-    """The shipped run (model in eval mode and tokenizer), loaded once."""
+    """The shipped run (model in eval mode and tokenizer), loaded once (a failed load is not cached).
+
+    The checker never hands this model to the reader's function: each call gets its own deep copy (about 10 ms).
+    """
     from ..checkpoint import SHIPPED_MODEL, load_run
 
     return load_run(SHIPPED_MODEL)
+
+
+# What to check when the shipped model cannot be loaded (shown after "check the installation:").
+_SHIPPED_MODEL_FIX = (
+    "the checker needs the shipped model, the folder models/de-en of the book's repository (lib.checkpoint."
+    "SHIPPED_MODEL); it is found when lib is installed from a clone with `pip install -e .` (an editable install) "
+    "or imported from the clone's folder, not when lib was copied into site-packages by a plain `pip install`"
+)
 
 
 @functools.cache
@@ -230,19 +242,18 @@ def _check_greedy_decode(answer: Any) -> str | None:
 
 def _check_greedy_one_thread(answer: Any) -> str | None:
     """The checks of :func:`_check_greedy_decode`, run on one torch thread."""
-    from ..bpe import decode
+    # The checker's own set-up, before the reader's function runs: a failure here is an installation problem.
+    with _setup("loading the shipped model and decoding the test sentences with it", _SHIPPED_MODEL_FIX):
+        from ..bpe import decode
 
-    run = _shipped()
-    model, tok = run.model, run.tokenizer
-    for sentence, max_len in _GREEDY_SENTENCES:
-        src, expected = _greedy_case(sentence, max_len)
+        run = _shipped()
+        cases = [(sentence, max_len, *_greedy_case(sentence, max_len)) for sentence, max_len in _GREEDY_SENTENCES]
+    model, tok = run.model, run.tokenizer  # pristine: the reader's function gets a deep copy
+    for sentence, max_len, src, expected in cases:
         expected = list(expected)
-        model.eval()
-        try:
-            raw = _call(answer, model, src.clone(), max_len)
-        finally:
-            was_training = model.training
-            model.eval()
+        mine = copy.deepcopy(model)  # this call's own model, so that its training mode can be looked at afterwards
+        raw = _call(answer, mine, src.clone(), max_len, copy_args=False)
+        was_training = mine.training
         where = f"for «{sentence}» with max_len={max_len}"
         got = _as_ids(raw, f"{where} your output")
         if got == expected:

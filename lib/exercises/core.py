@@ -7,10 +7,15 @@ the package. Readers call :func:`lib.exercises.check`; see the package's docstri
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import dis
 import inspect
 import numbers
-from collections.abc import Callable
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,9 +23,16 @@ import numpy as np
 import torch
 
 # The checkers' private helpers (_call, _fmt, _as_array, ...) are imported by name, not through __all__.
-__all__ = ["Checker", "Exercise", "EXERCISES", "exercise", "list_exercises"]
+__all__ = ["Checker", "CheckerSetupError", "Exercise", "EXERCISES", "exercise", "list_exercises"]
 
 Checker = Callable[[Any], "str | None"]
+
+#: Seconds one call of the reader's function may run before :func:`lib.exercises.check` gives up on it and prints
+#: "❌ ... ⏱ your function did not return within 20 s" (an endless loop must not hang the notebook). A teacher may
+#: change it for a session: ``lib.exercises.core.TIME_LIMIT_S = 60``; None or 0: no limit. Enforced with a
+#: ``SIGALRM`` timer, so only where there is one and only in the main thread (Linux and macOS, a notebook's
+#: kernel); on Windows, or when ``check`` runs in another thread, the reader's function runs without a limit.
+TIME_LIMIT_S: float | None = 20.0
 
 
 @dataclass(frozen=True)
@@ -82,12 +94,42 @@ def list_exercises(chapter: str | None = None) -> list[Exercise]:
     return [ex for ex in EXERCISES.values() if chapter is None or ex.chapter == chapter]
 
 
+class CheckerSetupError(Exception):
+    """The checker itself could not run (a missing model file or data set, a package that does not import).
+
+    Not the reader's fault: :func:`lib.exercises.check` prints it as ``⚠ name: the checker could not run: ...
+    (this is not about your answer; check the installation: ...)`` and returns False. Checkers raise it through
+    :func:`_setup`, around the code that loads what they need, before they call the reader's function.
+
+    Args:
+        problem: what failed and why, e.g. ``"loading the shipped model failed (FileNotFoundError: ...)"``.
+        fix: what to check in the installation, e.g. ``"install the book with pip install -e . from its clone"``.
+    """
+
+    def __init__(self, problem: str, fix: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.fix = fix
+
+
 class _AnswerRaised(Exception):
     """The reader's function raised; carries the original exception."""
 
     def __init__(self, original: BaseException) -> None:
         super().__init__(str(original))
         self.original = original
+
+
+class _AnswerStopped(Exception):
+    """The reader's function did not finish normally: it ran past :data:`TIME_LIMIT_S` or called ``sys.exit()``.
+
+    Not an :class:`_AnswerRaised` (which checkers catch to look at the exception, e.g. an expected ValueError) and
+    not an AssertionError, so that it reaches :func:`lib.exercises.check`, which prints ``❌ name: <message>``.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 class _NotSolved(Exception):
@@ -100,6 +142,89 @@ class _NotSolved(Exception):
     def __init__(self, function_name: str) -> None:
         super().__init__(function_name)
         self.function_name = function_name
+
+
+class _TimeUp(BaseException):
+    """Raised by the SIGALRM handler of :func:`_time_limit` inside the reader's function.
+
+    A BaseException, so that an ``except Exception:`` in the reader's code does not swallow it.
+    """
+
+
+@dataclass
+class _Timer:
+    """What :func:`_time_limit` yields: whether the limit was enforced and whether it ran out."""
+
+    enforced: bool = False
+    fired: bool = False
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float | None) -> Iterator[_Timer]:
+    """Raise :class:`_TimeUp` in the code of the ``with`` block once it has run ``seconds`` seconds.
+
+    Uses ``signal.setitimer(signal.ITIMER_REAL, ...)`` and a ``SIGALRM`` handler, which only exist on Unix and only
+    work in the main thread; elsewhere (Windows, a thread) and for ``seconds`` None or ≤ 0 the block runs without a
+    limit (``enforced`` stays False). Afterwards the previous SIGALRM handler is back, and a timer that was already
+    running (another tool's) is re-armed with the time it had left, less the time the block took (it fires at once
+    if that has passed). The handler runs between Python bytecodes: one long C call (a huge matrix product) is not
+    interrupted before it returns.
+    """
+    timer = _Timer()
+    if (
+        not seconds
+        or seconds <= 0
+        or not hasattr(signal, "setitimer")
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        yield timer
+        return
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        if timer.enforced and not timer.fired:
+            timer.fired = True
+            raise _TimeUp
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    start = time.monotonic()
+    timer.enforced = True
+    outer_delay, outer_interval = signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield timer
+    finally:
+        timer.enforced = False  # an alarm that is already pending does nothing now
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
+        if outer_delay > 0:
+            left = outer_delay - (time.monotonic() - start)
+            signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3), outer_interval)
+
+
+@contextlib.contextmanager
+def _setup(what: str, fix: str) -> Iterator[None]:
+    """Turn an exception of the checker's own set-up (loading a model, data, a package) into :class:`CheckerSetupError`.
+
+    Wrap the code that prepares the expected values, before the reader's function is called::
+
+        with _setup("loading the shipped model", "install the book with `pip install -e .`"):
+            run = _shipped()
+
+    Args:
+        what: what the block does, e.g. ``"loading the shipped model (models/de-en)"``.
+        fix: what to check in the installation; shown after "check the installation:".
+
+    Yields:
+        Nothing; the block runs as it is.
+
+    Raises:
+        CheckerSetupError: the block raised an Exception (its type and message are in the problem).
+    """
+    try:
+        yield
+    except (CheckerSetupError, _AnswerRaised, _AnswerStopped, _NotSolved):
+        raise  # already classified (a reader's function called inside the block by mistake stays the reader's)
+    except Exception as err:
+        raise CheckerSetupError(f"{what} failed ({type(err).__name__}: {err})", fix) from err
 
 
 def _is_placeholder(fn: Any) -> bool:
@@ -124,19 +249,71 @@ def _is_placeholder(fn: Any) -> bool:
     return ops in ([("LOAD_CONST", None), ("RETURN_VALUE", None)], [("RETURN_CONST", None)])
 
 
-def _call(fn: Callable[..., Any], *args: Any) -> Any:
-    """Call the reader's function; an exception it raises becomes :class:`_AnswerRaised`.
+def _timed_out(limit: float | None) -> _AnswerStopped:
+    """The verdict for a reader's function that ran past ``limit`` seconds."""
+    return _AnswerStopped(
+        f"⏱ your function did not return within {limit:g} s. Is there a loop that never ends (a `while` whose "
+        "condition stays true, a counter that is never increased)?"
+    )
+
+
+def _call(fn: Callable[..., Any], *args: Any, copy_args: bool = True) -> Any:
+    """Call the reader's function on private copies of ``args``, with a time limit, and classify how it ended.
+
+    The reader's code can neither change the checker's objects nor stop the notebook:
+
+    - it gets deep copies (``copy.deepcopy``, one for all ``args`` together, so two arguments that are one object
+      stay one object): an answer that zeroes a tensor in place, appends to a list or changes a model's weights
+      changes its own copies, never the inputs the checker reuses for later cases or for its expected values;
+    - it runs for at most :data:`TIME_LIMIT_S` seconds (see :func:`_time_limit` for where that is enforced);
+    - an exception it raises, ``sys.exit()`` (SystemExit) included, is reported, never propagated. Only
+      KeyboardInterrupt (the reader pressing stop) goes through.
+
+    Args:
+        fn: the reader's function.
+        *args: its arguments.
+        copy_args: False when the checker passes objects it made for this one call and looks at afterwards
+            (the model whose training mode it inspects) or when copying would distort a measurement (the peak
+            memory of the call).
+
+    Returns:
+        What ``fn`` returned (never None, never ``...``).
 
     Raises:
-        _AnswerRaised: the reader's function raised (reported by :func:`check`).
+        _AnswerRaised: the reader's function raised an Exception (reported by :func:`check`).
+        _AnswerStopped: it did not return within :data:`TIME_LIMIT_S` seconds, or it called ``sys.exit()``.
         _NotSolved: it returned ``...``, or its body is still the starter's ``...`` (only a docstring and
             ``...``); :func:`check` prints ⏳.
         AssertionError: it returned None from a body that does something (a forgotten ``return``).
+        TypeError: ``copy_args`` is True and an argument cannot be deep-copied (a bug of the checker).
     """
+    if copy_args:
+        try:
+            args = copy.deepcopy(args)
+        except Exception as err:  # a checker's bug (an object deepcopy cannot copy), found by its tests
+            raise TypeError(
+                f"_call could not deep-copy the arguments ({type(err).__name__}: {err}); make fresh ones for "
+                "this call and pass copy_args=False"
+            ) from err
+    limit = TIME_LIMIT_S
+    timer = _Timer()  # rebound to the one _time_limit yields
     try:
-        result = fn(*args)
+        with _time_limit(limit) as timer:
+            result = fn(*args)
+    except _TimeUp:
+        raise _timed_out(limit) from None
+    except SystemExit as err:
+        code = f": {err}" if str(err) else ""
+        raise _AnswerStopped(
+            f"your function called sys.exit() (SystemExit{code}); return the result instead: "
+            "sys.exit() would stop the notebook"
+        ) from None
     except Exception as err:  # broad on purpose: any error of the reader's code is reported, not raised
+        if timer.fired:  # the reader's code caught the time-out and raised something else
+            raise _timed_out(limit) from None
         raise _AnswerRaised(err) from err
+    if timer.fired:  # the reader's code caught the time-out (a bare `except:`) and returned
+        raise _timed_out(limit)
     if result is Ellipsis or (result is None and _is_placeholder(fn)):
         name = getattr(fn, "__name__", "")
         raise _NotSolved(name if name.isidentifier() else "your function")

@@ -1,0 +1,208 @@
+"""Run folders and the training loop lose nothing and trust nothing: manifests, validation on load, atomic files,
+Ctrl-C, and resuming only what can be resumed exactly."""
+
+import json
+import os
+import shutil
+import signal
+import stat
+
+import pytest
+import torch
+
+from lib.bpe import train_bpe
+from lib.checkpoint import SHIPPED_MODEL, RunError, load_run, save_run, update_results
+from lib.files import atomic_write_text
+from lib.training import TrainConfig, TrainingInterrupted, train
+from lib.transformer import Transformer, TransformerConfig
+
+TOKENIZER = train_bpe(["ein Hund läuft", "a dog runs", "zwei Männer", "two men"] * 5, vocab_size=40)
+
+
+def _tiny_run(folder, **config):
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig.tiny(TOKENIZER.get_vocab_size(), **config))
+    save_run(folder, model, TOKENIZER, TrainConfig(max_steps=1), [{"step": 1}], {"note": "test"})
+    return model
+
+
+@pytest.fixture
+def shipped_copy(tmp_path):
+    return shutil.copytree(SHIPPED_MODEL, tmp_path / "de-en")
+
+
+def test_the_shipped_models_have_manifests_that_verify():
+    for folder in sorted(SHIPPED_MODEL.parent.iterdir()):
+        manifest = json.loads((folder / "manifest.json").read_text())
+        assert set(manifest["files"]) == {"config.json", "model.pt", "tokenizer.json", "history.json", "results.json"}
+        load_run(folder)  # raises on any mismatch
+
+
+def test_flipped_bytes_in_the_weights_are_detected(shipped_copy):
+    data = bytearray((shipped_copy / "model.pt").read_bytes())
+    for i in range(100_000, 104_000):
+        data[i] ^= 0xFF
+    (shipped_copy / "model.pt").write_bytes(bytes(data))
+    with pytest.raises(RunError, match=r"model\.pt: its SHA-256 differs from the manifest"):
+        load_run(shipped_copy)
+
+
+@pytest.mark.parametrize("field, value", [("num_heads", 8), ("activation", "gelu"), ("norm_first", False)])
+def test_an_edited_config_is_detected(shipped_copy, field, value):
+    # 8 heads or gelu in a 4-head relu model: same weight shapes, so only the manifest can tell (BLEU 33 instead of 37)
+    config = json.loads((shipped_copy / "config.json").read_text())
+    config["model"][field] = value
+    (shipped_copy / "config.json").write_text(json.dumps(config, indent=2))
+    with pytest.raises(RunError, match=r"config\.json: its SHA-256 differs"):
+        load_run(shipped_copy)
+
+
+def test_without_a_manifest_the_config_the_weights_and_the_tokenizer_are_still_checked(tmp_path):
+    folder = tmp_path / "run"
+    _tiny_run(folder)
+    (folder / "manifest.json").unlink()
+    with pytest.warns(UserWarning, match="no manifest.json"):
+        load_run(folder)
+    config = json.loads((folder / "config.json").read_text())
+    atomic_write_text(folder / "config.json", json.dumps({**config, "model": {**config["model"], "num_hedas": 8}}))
+    with pytest.warns(UserWarning), pytest.raises(RunError, match=r"config\.json: model: .*num_hedas"):
+        load_run(folder)
+    atomic_write_text(folder / "config.json", json.dumps({**config, "model": {**config["model"], "d_ff": 128}}))
+    with pytest.warns(UserWarning), pytest.raises(RunError, match=r"model\.pt: weight .* has shape"):
+        load_run(folder)
+    atomic_write_text(folder / "config.json", json.dumps(config))
+    other = train_bpe(["ein Hund", "a dog"] * 5, vocab_size=30)
+    other.save(str(folder / "tokenizer.json"))
+    with pytest.warns(UserWarning), pytest.raises(RunError, match=r"tokenizer\.json: has .* tokens but the model"):
+        load_run(folder)
+    (folder / "config.json").write_text("{not json")
+    with pytest.warns(UserWarning), pytest.raises(RunError, match=r"config\.json: not readable JSON"):
+        load_run(folder)
+
+
+def test_run_files_get_ordinary_permissions_and_no_temporary_file_is_left(tmp_path):
+    old = os.umask(0o022)
+    try:
+        _tiny_run(tmp_path / "run")
+    finally:
+        os.umask(old)
+    files = sorted(p.name for p in (tmp_path / "run").iterdir())
+    assert files == ["config.json", "history.json", "manifest.json", "model.pt", "results.json", "tokenizer.json"]
+    for name in files:
+        assert stat.S_IMODE((tmp_path / "run" / name).stat().st_mode) == 0o644, name
+
+
+def test_update_results_keeps_the_manifest_valid(tmp_path):
+    _tiny_run(tmp_path / "run")
+    assert update_results(tmp_path / "run", {"test_bleu_beam": 1.5}) == {"note": "test", "test_bleu_beam": 1.5}
+    assert load_run(tmp_path / "run").results["test_bleu_beam"] == 1.5
+
+
+def test_a_full_disk_leaves_the_previous_files_intact(tmp_path, monkeypatch):
+    _tiny_run(tmp_path / "run")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.name != "manifest.json"}
+
+    def full_disk(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full_disk)
+    with pytest.raises(OSError, match=r"no space left on the device while writing .*config\.json; the previous"):
+        _tiny_run(tmp_path / "run")
+    monkeypatch.undo()
+    after = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()}
+    assert "manifest.json" not in after  # a half-rewritten run is not vouched for
+    assert after == before  # every file as it was, and no temporary file left
+
+
+# --- the training loop: Ctrl-C, and what may change on resume --------------------------------------------------
+
+
+def _lm_setup(interrupt_at=None):
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig.tiny(30, dropout=0.1))
+    data = torch.randint(4, 30, (64, 6))
+
+    def batches(epoch):
+        g = torch.Generator().manual_seed(epoch)
+        order = torch.randperm(64, generator=g)
+        return [data[order[i : i + 8]] for i in range(0, 64, 8)]
+
+    calls = {"n": 0}
+
+    def loss_fn(m, x):
+        calls["n"] += 1
+        if calls["n"] == interrupt_at:
+            signal.raise_signal(signal.SIGINT)  # as if the reader pressed Ctrl-C during this step
+        logits = m(x, x)
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, 30), x.reshape(-1))
+
+    return model, batches, loss_fn
+
+
+def test_ctrl_c_finishes_the_step_saves_and_the_resumed_run_is_exact(tmp_path):
+    config = TrainConfig(max_steps=12, warmup=2, eval_every_steps=4, amp=False)
+    straight, batches, loss_fn = _lm_setup()
+    train(straight, batches, config, loss_fn=loss_fn, progress=False, log=lambda _: None)
+
+    model, batches, loss_fn = _lm_setup(interrupt_at=10)
+    with pytest.raises(TrainingInterrupted, match="after 10 steps; checkpoint saved") as stop:
+        train(model, batches, config, loss_fn=loss_fn, out_dir=tmp_path, progress=False, log=lambda _: None)
+    assert stop.value.steps == 10 and stop.value.checkpoint == tmp_path / "checkpoint.pt"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is restored
+
+    model, batches, loss_fn = _lm_setup()
+    resumed = train(
+        model, batches, config, loss_fn=loss_fn, out_dir=tmp_path, resume=True, progress=False, log=lambda _: None
+    )
+    assert resumed.steps == 12 and resumed.history[-1]["val_loss"] != resumed.history[-1]["val_loss"]  # no evaluate
+    for (name, p), q in zip(straight.state_dict().items(), model.state_dict().values(), strict=True):
+        assert torch.equal(p, q), name
+
+
+@pytest.mark.parametrize(
+    "change, named", [(dict(peak_lr=2e-3), "peak_lr"), (dict(seed=1), "seed"), (dict(max_tokens=100), "max_tokens")]
+)
+def test_resuming_with_other_settings_is_refused_and_names_them(tmp_path, change, named):
+    config = TrainConfig(max_steps=2, warmup=2, amp=False)
+    model, batches, loss_fn = _lm_setup()
+    train(model, batches, config, loss_fn=loss_fn, out_dir=tmp_path, progress=False, log=lambda _: None)
+    other = TrainConfig(max_steps=4, warmup=2, amp=False, **change)
+    with pytest.raises(ValueError, match=f"cannot resume .*{named}"):
+        train(model, batches, other, loss_fn=loss_fn, out_dir=tmp_path, resume=True, progress=False)
+    # a longer budget is fine
+    more = TrainConfig(max_steps=4, warmup=2, amp=False, eval_every_steps=2)
+    assert (
+        train(
+            model, batches, more, loss_fn=loss_fn, out_dir=tmp_path, resume=True, progress=False, log=lambda _: None
+        ).steps
+        == 4
+    )
+
+
+def test_resuming_a_different_model_is_refused(tmp_path):
+    config = TrainConfig(max_steps=1, warmup=2, amp=False)
+    model, batches, loss_fn = _lm_setup()
+    train(model, batches, config, loss_fn=loss_fn, out_dir=tmp_path, progress=False, log=lambda _: None)
+    torch.manual_seed(0)
+    wider = Transformer(TransformerConfig.tiny(30, d_ff=128))
+    with pytest.raises(ValueError, match="model d_ff: 64 in the checkpoint, 128 now"):
+        train(
+            wider,
+            batches,
+            TrainConfig(max_steps=2, warmup=2, amp=False),
+            loss_fn=loss_fn,
+            out_dir=tmp_path,
+            resume=True,
+            progress=False,
+        )
+
+
+def test_no_pickle_is_loaded_anywhere_in_lib():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "lib"
+    for path in root.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert "weights_only=False" not in text, path
+        assert "import pickle" not in text or "UnpicklingError" in text, path  # only to name the error
+        assert "pickle.load" not in text, path
