@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import numbers
 import os
-import tempfile
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -30,6 +29,7 @@ import platformdirs
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 from .data import load_multi30k
+from .files import atomic_write_text
 from .special_tokens import BOS, BOS_ID, EOS, EOS_ID, PAD, PAD_ID, SPECIAL_TOKENS, UNK, UNK_ID
 
 __all__ = [
@@ -129,13 +129,7 @@ def save_tokenizer(tok: Tokenizer, path: str | os.PathLike) -> None:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    os.close(fd)
-    try:
-        tok.save(tmp)
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    atomic_write_text(path, tok.to_str(pretty=True))  # unique temp file, fsync, ordinary permissions, rename
 
 
 def load_tokenizer(path: str | os.PathLike) -> Tokenizer:
@@ -149,12 +143,17 @@ def load_tokenizer(path: str | os.PathLike) -> Tokenizer:
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
-        ValueError: the special tokens do not have ids 0–3 (not a tokenizer made by :func:`train_bpe`).
+        ValueError: the file is not a tokenizer the installed ``tokenizers`` can read (truncated, damaged or
+            written by an incompatible version; the message names the file), or its special tokens do not have
+            ids 0–3 (not a tokenizer made by :func:`train_bpe`).
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"tokenizer file {str(path)!r} does not exist; create it with save_tokenizer")
-    tok = Tokenizer.from_file(str(path))
+    try:
+        tok = Tokenizer.from_file(str(path))
+    except Exception as err:  # the tokenizers library raises a bare Exception for a damaged file
+        raise ValueError(f"tokenizer file {str(path)!r} cannot be read ({err})") from None
     ids = tuple(tok.token_to_id(t) for t in SPECIAL_TOKENS)
     if ids != tuple(range(len(SPECIAL_TOKENS))):
         raise ValueError(f"tokenizer {str(path)!r} maps special tokens {SPECIAL_TOKENS} to ids {ids}, expected 0..3")
@@ -184,6 +183,8 @@ def multi30k_tokenizer(
         ValueError: ``vocab_size`` ≤ 4.
         FileNotFoundError, lib.data.ChecksumError: see :func:`lib.data.load_multi30k`.
 
+    A cached file that cannot be read (truncated, damaged) is named in a warning and rebuilt.
+
     Source: Sennrich et al. (2016), §3.2; data: Elliott et al. (2016), Multi30K.
     """
     _check_vocab_size(vocab_size)
@@ -192,7 +193,10 @@ def multi30k_tokenizer(
     )
     path = folder / f"multi30k-bpe{vocab_size}-{TOKENIZER_VERSION}.json"
     if path.is_file():
-        return load_tokenizer(path)
+        try:
+            return load_tokenizer(path)
+        except ValueError as err:  # a damaged cache file: say which, then build it again
+            warnings.warn(f"{err}; training the tokenizer again and replacing the cached file", stacklevel=2)
     pairs = load_multi30k("train", root)
     tok = train_bpe([de for de, _ in pairs] + [en for _, en in pairs], vocab_size=vocab_size, min_frequency=2)
     try:

@@ -206,3 +206,16 @@ def test_no_pickle_is_loaded_anywhere_in_lib():
         assert "weights_only=False" not in text, path
         assert "import pickle" not in text or "UnpicklingError" in text, path  # only to name the error
         assert "pickle.load" not in text, path
+
+
+def test_a_damaged_tokenizer_cache_is_named_and_rebuilt(multi30k_dir, tmp_path):
+    from lib.bpe import multi30k_tokenizer
+
+    first = multi30k_tokenizer(500, cache_dir=tmp_path)
+    (cached,) = tmp_path.glob("multi30k-bpe500-*.json")
+    assert stat.S_IMODE(cached.stat().st_mode) & 0o044 == 0o044  # readable by others, as ordinary files are
+    cached.write_text(cached.read_text()[:1000])  # truncated: "EOF while parsing" in the tokenizers library
+    with pytest.warns(UserWarning, match=rf"{cached.name}.*cannot be read.*training the tokenizer again"):
+        again = multi30k_tokenizer(500, cache_dir=tmp_path)
+    assert again.get_vocab() == first.get_vocab()
+    assert multi30k_tokenizer(500, cache_dir=tmp_path).get_vocab() == first.get_vocab()  # the rebuilt cache loads

@@ -96,3 +96,27 @@ def test_an_existing_run_is_never_replaced_without_overwrite(tmp_path):
     assert (out / "model.pt").read_bytes() == b"precious"
     proc = _cli("--steps", "1", "--out", str(out), "--resume", "--overwrite")
     assert proc.returncode == 2 and "contradict" in proc.stderr
+
+
+def test_ctrl_c_saves_a_checkpoint_and_prints_the_resume_command(multi30k_dir, tmp_path):
+    import signal
+    import time
+
+    out = tmp_path / "run"
+    args = ["--preset", "tiny", "--steps", "100000", "--max-tokens", "500", "--eval-every", "100", "--out", str(out)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lib.train", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        line = proc.stdout.readline()  # "model tiny: ... parameters": training starts right after
+        assert line.startswith("model tiny"), line + proc.stderr.read()
+        time.sleep(3)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err[-2000:]
+    assert "checkpoint saved to" in err and "Resume with:" in err
+    resume = err.strip().splitlines()[-1].strip()
+    assert resume.startswith("python -m lib.train ") and resume.endswith("--resume") and str(out) in resume
+    assert (out / "checkpoint.pt").is_file() and not (out / "model.pt").exists()
