@@ -25,7 +25,7 @@ indentation); a ``Source:`` line may carry its text on the same line. A section 
 the end of the docstring.
 
 The checker functions (:func:`check_module`, :func:`check_function`, :func:`check_class`, ...) are importable
-by path; ``/tmp/docstring_counts.py`` style scripts reuse them to count names and failures.
+by path, so that a script can reuse them to count names and failures.
 """
 
 from __future__ import annotations
