@@ -17,10 +17,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .positional import alibi_bias, apply_rotary
+
 __all__ = [
     "scaled_dot_product_attention",
     "MultiHeadAttention",
     "GroupedQueryAttention",
+    "RotaryMultiHeadAttention",
+    "ALiBiMultiHeadAttention",
     "causal_mask",
     "padding_mask",
 ]
@@ -600,3 +604,126 @@ class GroupedQueryAttention(nn.Module):
         Source: Ainslie et al. 2023, §2.2; Vaswani et al. 2017, §3.2.2 (the multi-head attention it generalises).
         """
         return self.attend(query, self.project_key_value(key, value), mask, return_attention)
+
+
+def _self_attention_positions(seq_q: int, seq_k: int, device: torch.device) -> tuple[Tensor, Tensor]:
+    """Self-attention's positions: the queries are the last ``seq_q`` of the ``seq_k`` keys (cached decoding)."""
+    if seq_q > seq_k:
+        raise ValueError(f"self-attention needs seq_q <= seq_k (queries are the last keys), got {seq_q} > {seq_k}")
+    return torch.arange(seq_k - seq_q, seq_k, device=device), torch.arange(seq_k, device=device)
+
+
+class RotaryMultiHeadAttention(MultiHeadAttention):
+    """Multi-head self-attention with rotary position embeddings: queries and keys rotated by RoPE before the scores.
+
+    A drop-in :class:`MultiHeadAttention` for self-attention (keys at positions 0 … seq_k − 1, queries the last
+    seq_q of them, as in a decoder with a key/value cache); the cache keeps unrotated keys, rotated at every step.
+    Same constructor, call signature and return values.
+
+    Args:
+        d_model, num_heads, dropout, bias, fused: as :class:`MultiHeadAttention` (d_k must be even).
+
+    Raises:
+        TypeError: as :class:`MultiHeadAttention`.
+        ValueError: as :class:`MultiHeadAttention`; an odd d_k.
+
+    Source: Su et al. 2021, "RoFormer", §3.4, Eq. (34).
+    """
+
+    def __init__(
+        self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True, fused: bool = False
+    ) -> None:
+        super().__init__(d_model, num_heads, dropout, bias, fused)
+        if self.d_k % 2 != 0:
+            raise ValueError(f"RoPE rotates pairs of features: d_k = d_model / num_heads must be even, got {self.d_k}")
+
+    def attend(
+        self, query: Tensor, kv: KeyValue, mask: Tensor | None = None, return_attention: bool = True
+    ) -> tuple[Tensor, Tensor | None]:
+        """As :meth:`MultiHeadAttention.attend`, with queries and keys rotated to their positions.
+
+        Args:
+            query: ``(batch, seq_q, d_model)``, the last seq_q positions of the keys.
+            kv: :class:`KeyValue`, key and value ``(batch, heads, seq_k, d_k)`` (keys not yet rotated).
+            mask: optional bool tensor broadcastable to ``(batch, heads, seq_q, seq_k)``; ``True`` = may attend.
+            return_attention: as :meth:`MultiHeadAttention.attend`.
+
+        Returns:
+            output ``(batch, seq_q, d_model)`` and weights ``(batch, heads, seq_q, seq_k)`` (or None, fused).
+
+        Raises:
+            TypeError: query or mask is not a tensor.
+            ValueError: as :meth:`MultiHeadAttention.attend`; seq_q > seq_k.
+
+        Source: Su et al. 2021, Eq. (34).
+        """
+        self._check(query, "query", kv)
+        q_pos, k_pos = _self_attention_positions(query.size(1), kv.key.size(-2), query.device)
+        rotated = KeyValue(apply_rotary(kv.key, k_pos), kv.value)
+        q = apply_rotary(self.split_heads(self.w_q(query)), q_pos)  # (batch, heads, seq_q, d_k), rotated
+        return self._attend_rotated(q, rotated, mask, return_attention)
+
+    def _attend_rotated(
+        self, q: Tensor, kv: KeyValue, mask: Tensor | None, return_attention: bool
+    ) -> tuple[Tensor, Tensor | None]:
+        p = self.dropout if self.training else 0.0
+        if self.fused and not return_attention:
+            if mask is not None:
+                _check_mask(mask, torch.Size((*q.shape[:-1], kv.key.size(-2))))
+            out, weights = F.scaled_dot_product_attention(q, kv.key, kv.value, attn_mask=mask, dropout_p=p), None
+        else:
+            out, weights = scaled_dot_product_attention(q, kv.key, kv.value, mask, dropout_p=p)
+        return self.w_o(self.merge_heads(out)), weights
+
+
+class ALiBiMultiHeadAttention(MultiHeadAttention):
+    """Multi-head self-attention with ALiBi: softmax(Q Kᵀ / √d_k − m_h · |i − j|) V, one slope m_h per head.
+
+    A drop-in :class:`MultiHeadAttention` for self-attention (queries the last seq_q of the seq_k keys). Same
+    constructor, call signature and return values; always computes the weights itself (no fused kernel).
+
+    Args:
+        d_model, num_heads, dropout, bias, fused: as :class:`MultiHeadAttention` (``fused`` is accepted and ignored).
+
+    Raises:
+        TypeError: as :class:`MultiHeadAttention`.
+        ValueError: as :class:`MultiHeadAttention`.
+
+    Source: Press, Smith, Lewis 2022, "Train Short, Test Long", §3.
+    """
+
+    def attend(
+        self, query: Tensor, kv: KeyValue, mask: Tensor | None = None, return_attention: bool = True
+    ) -> tuple[Tensor, Tensor | None]:
+        """As :meth:`MultiHeadAttention.attend`, with ALiBi's bias added to the scores before the softmax.
+
+        Args:
+            query: ``(batch, seq_q, d_model)``, the last seq_q positions of the keys.
+            kv: :class:`KeyValue`, key and value ``(batch, heads, seq_k, d_k)``.
+            mask: optional bool tensor broadcastable to ``(batch, heads, seq_q, seq_k)``; ``True`` = may attend.
+            return_attention: accepted for the interface; the weights are always returned.
+
+        Returns:
+            output ``(batch, seq_q, d_model)`` and weights ``(batch, heads, seq_q, seq_k)``, rows summing to 1.
+
+        Raises:
+            TypeError: query or mask is not a tensor.
+            ValueError: as :meth:`MultiHeadAttention.attend`; seq_q > seq_k.
+
+        Source: Press et al. 2022, §3.
+        """
+        self._check(query, "query", kv)
+        seq_q, seq_k = query.size(1), kv.key.size(-2)
+        _self_attention_positions(seq_q, seq_k, query.device)
+        q = self.split_heads(self.w_q(query))  # (batch, heads, seq_q, d_k)
+        scores = q @ kv.key.transpose(-2, -1) / math.sqrt(self.d_k)
+        scores = scores + alibi_bias(self.num_heads, seq_q, seq_k, query.device).to(scores.dtype)
+        if mask is not None:
+            _check_mask(mask, scores.shape)
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        if mask is not None:
+            weights = weights.masked_fill(~mask, 0.0)  # rows with no allowed key: zeros, not NaN
+        p = self.dropout if self.training else 0.0
+        out = F.dropout(weights, p=p) @ kv.value if p > 0 else weights @ kv.value
+        return self.w_o(self.merge_heads(out)), weights

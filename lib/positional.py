@@ -20,7 +20,15 @@ import numbers
 import torch
 from torch import Tensor, nn
 
-__all__ = ["sinusoidal_positional_encoding", "PositionalEncoding", "apply_rotary", "alibi_slopes", "alibi_bias"]
+__all__ = [
+    "sinusoidal_positional_encoding",
+    "PositionalEncoding",
+    "apply_rotary",
+    "alibi_slopes",
+    "alibi_bias",
+    "LearnedPositionalEncoding",
+    "NoPositionalEncoding",
+]
 
 
 def _check_int(value: object, name: str) -> int:
@@ -267,3 +275,83 @@ def alibi_bias(num_heads: int, seq_q: int, seq_k: int, device: torch.device | st
     key_pos = torch.arange(seq_k, device=device)[None, :]  # (1, seq_k)
     distance = (query_pos - key_pos).abs().float()  # (seq_q, seq_k): |i − j|
     return -slopes[:, None, None] * distance  # (heads, seq_q, seq_k)
+
+
+class LearnedPositionalEncoding(PositionalEncoding):
+    """Adds a learned position table (one trained vector per position) to a batch of embeddings, then dropout.
+
+    The interface of :class:`PositionalEncoding` (``forward(x, offset)``), so a model can swap one for the other;
+    the table starts at N(0, 0.02) as GPT's (Radford et al. 2018, §4.1).
+
+    Args:
+        d_model: model width.
+        max_len: positions learned (the longest sequence supported).
+        dropout: dropout probability after the addition.
+
+    Raises:
+        TypeError: as :class:`PositionalEncoding`.
+        ValueError: as :class:`PositionalEncoding`.
+
+    Source: Gehring et al. 2017, "Convolutional Sequence to Sequence Learning", §3.1; Vaswani et al. 2017, §3.5
+    and Table 3 row (E) (learned positional embeddings, "nearly identical results").
+    """
+
+    def __init__(self, d_model: int, max_len: int = 512, dropout: float = 0.0) -> None:
+        super().__init__(d_model, max_len, dropout)
+        self.table = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
+
+    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
+        """Add the learned vectors of positions ``offset … offset + seq − 1`` to ``x (batch, seq, d_model)``.
+
+        Args:
+            x: ``(batch, seq, d_model)`` embeddings.
+            offset: the position of the first row (decoding one token at a time).
+
+        Returns:
+            ``(batch, seq, d_model)``: ``dropout(x + table[offset : offset + seq])``.
+
+        Raises:
+            TypeError: ``x`` is not a tensor or ``offset`` not an int.
+            ValueError: as :meth:`PositionalEncoding.forward`.
+
+        Source: Gehring et al. 2017, §3.1.
+        """
+        self._check(x, offset)
+        return self.dropout(x + self.table[offset : offset + x.size(-2)])
+
+
+class NoPositionalEncoding(PositionalEncoding):
+    """Adds nothing (dropout only): for models whose positions enter inside attention (RoPE, ALiBi).
+
+    The interface of :class:`PositionalEncoding`, and the same checks of ``offset`` and ``max_len``.
+
+    Args:
+        d_model: model width.
+        max_len: the longest sequence accepted.
+        dropout: dropout probability on the embeddings.
+
+    Raises:
+        TypeError: as :class:`PositionalEncoding`.
+        ValueError: as :class:`PositionalEncoding`.
+
+    Source: Su et al. 2021, §3.4 and Press et al. 2022, §3 (neither adds positions to the embeddings).
+    """
+
+    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
+        """Return ``dropout(x)``, after checking that positions ``offset … offset + seq − 1`` fit ``max_len``.
+
+        Args:
+            x: ``(batch, seq, d_model)`` embeddings.
+            offset: the position of the first row.
+
+        Returns:
+            ``(batch, seq, d_model)``.
+
+        Raises:
+            TypeError: ``x`` is not a tensor or ``offset`` not an int.
+            ValueError: as :meth:`PositionalEncoding.forward`.
+
+        Source: Su et al. 2021, §3.4; Press et al. 2022, §3.
+        """
+        self._check(x, offset)
+        return self.dropout(x)
