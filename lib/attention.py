@@ -17,9 +17,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .positional import alibi_bias, apply_rotary
+
 __all__ = [
     "scaled_dot_product_attention",
     "MultiHeadAttention",
+    "GroupedQueryAttention",
+    "RotaryMultiHeadAttention",
+    "ALiBiMultiHeadAttention",
     "causal_mask",
     "padding_mask",
 ]
@@ -389,3 +394,336 @@ class MultiHeadAttention(nn.Module):
                 that does not broadcast.
         """
         return self.attend(query, self.project_key_value(key, value), mask, return_attention)
+
+
+class GroupedQueryAttention(nn.Module):
+    """Grouped-query attention: h query heads share ``num_kv_heads`` key/value heads, h / num_kv_heads per group.
+
+    Query head i reads key/value head ``i // (h / num_kv_heads)``. With ``num_kv_heads == num_heads`` this is
+    :class:`MultiHeadAttention`; with ``num_kv_heads == 1`` it is multi-query attention. Keys and values shrink
+    by the factor ``num_heads / num_kv_heads``, and so does the key/value cache when decoding.
+
+    The call signature and return values are :class:`MultiHeadAttention`'s (``forward``, ``project_key_value``,
+    ``attend``); two more steps let a model rotate queries and keys (RoPE) between projection and attention:
+    :meth:`project_query` and :meth:`attend_heads`.
+
+    Args:
+        d_model: model width.
+        num_heads: query heads h; must divide d_model (d_k = d_model / h).
+        num_kv_heads: key/value heads; must divide num_heads.
+        dropout: dropout on the attention weights (training only).
+        bias: whether the four projections have biases.
+        fused: when True and no weights are requested, call torch's fused ``F.scaled_dot_product_attention``.
+
+    Raises:
+        TypeError: d_model, num_heads or num_kv_heads is not an int; dropout is not a number.
+        ValueError: non-positive sizes; d_model not divisible by num_heads or num_heads by num_kv_heads; dropout
+            outside [0, 1].
+
+    Source: Ainslie et al. 2023, "GQA: Training Generalized Multi-Query Transformer Models from Multi-Head
+    Checkpoints", §2.2 and Figure 2; multi-query attention: Shazeer 2019, "Fast Transformer Decoding: One
+    Write-Head is All You Need", §3.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        num_kv_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        fused: bool = False,
+    ) -> None:
+        super().__init__()
+        for name, value in (("d_model", d_model), ("num_heads", num_heads), ("num_kv_heads", num_kv_heads)):
+            _check_int(value, name, 1)
+        _check_probability(dropout, "dropout")
+        if d_model % num_heads != 0:
+            raise ValueError(
+                f"d_model ({d_model}) must be divisible by num_heads ({num_heads}): "
+                f"each head gets d_k = d_model / num_heads features"
+            )
+        if num_heads % num_kv_heads != 0:
+            raise ValueError(
+                f"num_kv_heads ({num_kv_heads}) must divide num_heads ({num_heads}): each key/value head serves "
+                "an equal group of query heads"
+            )
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.num_kv_heads = num_kv_heads
+        self.group_size = num_heads // num_kv_heads
+        self.d_k = d_model // num_heads
+        self.dropout = dropout
+        self.fused = fused
+        self.w_q = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(d_model, num_kv_heads * self.d_k, bias=bias)  # num_kv_heads heads, not num_heads
+        self.w_v = nn.Linear(d_model, num_kv_heads * self.d_k, bias=bias)
+        self.w_o = nn.Linear(d_model, d_model, bias=bias)
+
+    _check = MultiHeadAttention._check
+
+    def _split(self, x: Tensor, heads: int) -> Tensor:
+        batch, seq, _ = x.shape
+        return x.view(batch, seq, heads, self.d_k).transpose(1, 2)  # (batch, heads, seq, d_k)
+
+    def project_query(self, query: Tensor) -> Tensor:
+        """Project and split the queries: ``(batch, seq_q, d_model)`` → ``(batch, num_heads, seq_q, d_k)``.
+
+        Args:
+            query: ``(batch, seq_q, d_model)``.
+
+        Returns:
+            ``(batch, num_heads, seq_q, d_k)``.
+
+        Raises:
+            TypeError: query is not a tensor.
+            ValueError: query not a floating ``(batch, seq_q, d_model)`` tensor.
+        """
+        self._check(query, "query")
+        return self._split(self.w_q(query), self.num_heads)
+
+    def project_key_value(self, key: Tensor, value: Tensor) -> KeyValue:
+        """Project and split keys and values into the key/value heads; reused across decoding steps (the cache).
+
+        Args:
+            key: ``(batch, seq_k, d_model)``.
+            value: ``(batch, seq_k, d_model)``.
+
+        Returns:
+            :class:`KeyValue` with key and value of shape ``(batch, num_kv_heads, seq_k, d_k)``.
+
+        Raises:
+            TypeError: key or value is not a tensor.
+            ValueError: wrong shapes or dtypes, or key and value of different lengths.
+        """
+        self._check(key, "key")
+        self._check(value, "value")
+        if key.shape[:2] != value.shape[:2]:
+            raise ValueError(
+                f"key and value must have the same (batch, seq_k), got {tuple(key.shape[:2])} and "
+                f"{tuple(value.shape[:2])}"
+            )
+        return KeyValue(self._split(self.w_k(key), self.num_kv_heads), self._split(self.w_v(value), self.num_kv_heads))
+
+    def attend_heads(
+        self, q: Tensor, kv: KeyValue, mask: Tensor | None = None, return_attention: bool = True
+    ) -> tuple[Tensor, Tensor | None]:
+        """Attend from projected queries to projected keys/values: each group of query heads shares one kv head.
+
+        Args:
+            q: ``(batch, num_heads, seq_q, d_k)`` from :meth:`project_query` (possibly rotated).
+            kv: :class:`KeyValue` with key and value ``(batch, num_kv_heads, seq_k, d_k)``.
+            mask: optional bool tensor broadcastable to ``(batch, num_heads, seq_q, seq_k)``; ``True`` = may attend.
+            return_attention: return the weights; ``False`` lets a module built with ``fused=True`` call torch's
+                fused kernel.
+
+        Returns:
+            output: ``(batch, seq_q, d_model)``, after the output projection W^O.
+            weights: ``(batch, num_heads, seq_q, seq_k)`` (rows sum to 1), or None when the fused kernel ran.
+
+        Raises:
+            TypeError: q, the keys, values or mask are not tensors.
+            ValueError: q not ``(batch, num_heads, seq_q, d_k)``; keys or values not ``(batch, num_kv_heads, seq_k,
+                d_k)`` of q's batch; a mask that is not bool or does not broadcast to the scores' shape.
+
+        Source: Ainslie et al. 2023, §2.2 (each group's heads share a single key and value head).
+        """
+        for name, t, heads in (("q", q, self.num_heads), ("kv.key", kv.key, self.num_kv_heads)):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+            if t.dim() != 4 or t.size(1) != heads or t.size(-1) != self.d_k or t.size(0) != q.size(0):
+                raise ValueError(
+                    f"{name} must have shape (batch={q.size(0)}, heads={heads}, seq, d_k={self.d_k}), "
+                    f"got {tuple(t.shape)}"
+                )
+        # every key/value head serves group_size query heads: repeat it for each of them
+        key = kv.key.repeat_interleave(self.group_size, dim=1)  # (batch, num_heads, seq_k, d_k)
+        value = kv.value.repeat_interleave(self.group_size, dim=1)
+        p = self.dropout if self.training else 0.0
+        if self.fused and not return_attention:
+            _check_qkv(q, key, value)
+            if mask is not None:
+                _check_mask(mask, torch.Size((*q.shape[:-1], key.size(-2))))
+            out = F.scaled_dot_product_attention(q, key, value, attn_mask=mask, dropout_p=p)
+            weights = None
+        else:
+            out, weights = scaled_dot_product_attention(q, key, value, mask, dropout_p=p)
+        batch, _, seq_q, _ = out.shape
+        out = out.transpose(1, 2).reshape(batch, seq_q, self.d_model)  # Concat(head_1, ..., head_h)
+        return self.w_o(out), weights
+
+    def attend(
+        self, query: Tensor, kv: KeyValue, mask: Tensor | None = None, return_attention: bool = True
+    ) -> tuple[Tensor, Tensor | None]:
+        """Attend from ``query`` to keys and values already projected by :meth:`project_key_value`.
+
+        Args:
+            query: ``(batch, seq_q, d_model)``, not yet projected (W^Q is applied here).
+            kv: :class:`KeyValue` with key and value of shape ``(batch, num_kv_heads, seq_k, d_k)``.
+            mask: optional bool tensor broadcastable to ``(batch, num_heads, seq_q, seq_k)``; ``True`` = may attend.
+            return_attention: as :meth:`attend_heads`.
+
+        Returns:
+            output: ``(batch, seq_q, d_model)``.
+            weights: ``(batch, num_heads, seq_q, seq_k)`` (rows sum to 1), or None when the fused kernel ran.
+
+        Raises:
+            TypeError: query or mask is not a tensor.
+            ValueError: query not ``(batch, seq_q, d_model)`` or of another batch size than the keys; a bad mask.
+
+        Source: Ainslie et al. 2023, §2.2.
+        """
+        self._check(query, "query", kv)
+        return self.attend_heads(self.project_query(query), kv, mask, return_attention)
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        mask: Tensor | None = None,
+        return_attention: bool = True,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Grouped-query attention of ``query`` over ``key``/``value``.
+
+        Args:
+            query: ``(batch, seq_q, d_model)``.
+            key: ``(batch, seq_k, d_model)``.
+            value: ``(batch, seq_k, d_model)``.
+            mask: bool, broadcastable to ``(batch, num_heads, seq_q, seq_k)``; ``True`` = may attend.
+            return_attention: return the weights (default True, as :class:`MultiHeadAttention`).
+
+        Returns:
+            output: ``(batch, seq_q, d_model)``.
+            weights: ``(batch, num_heads, seq_q, seq_k)`` (rows sum to 1), or None when the fused kernel ran.
+
+        Raises:
+            TypeError: query, key, value or mask is not a tensor.
+            ValueError: wrong shapes, or a mask that does not broadcast.
+
+        Source: Ainslie et al. 2023, §2.2; Vaswani et al. 2017, §3.2.2 (the multi-head attention it generalises).
+        """
+        return self.attend(query, self.project_key_value(key, value), mask, return_attention)
+
+
+def _self_attention_positions(seq_q: int, seq_k: int, device: torch.device) -> tuple[Tensor, Tensor]:
+    """Self-attention's positions: the queries are the last ``seq_q`` of the ``seq_k`` keys (cached decoding)."""
+    if seq_q > seq_k:
+        raise ValueError(f"self-attention needs seq_q <= seq_k (queries are the last keys), got {seq_q} > {seq_k}")
+    return torch.arange(seq_k - seq_q, seq_k, device=device), torch.arange(seq_k, device=device)
+
+
+class RotaryMultiHeadAttention(MultiHeadAttention):
+    """Multi-head self-attention with rotary position embeddings: queries and keys rotated by RoPE before the scores.
+
+    A drop-in :class:`MultiHeadAttention` for self-attention (keys at positions 0 … seq_k − 1, queries the last
+    seq_q of them, as in a decoder with a key/value cache); the cache keeps unrotated keys, rotated at every step.
+    Same constructor, call signature and return values.
+
+    Args:
+        d_model, num_heads, dropout, bias, fused: as :class:`MultiHeadAttention` (d_k must be even).
+
+    Raises:
+        TypeError: as :class:`MultiHeadAttention`.
+        ValueError: as :class:`MultiHeadAttention`; an odd d_k.
+
+    Source: Su et al. 2021, "RoFormer", §3.4, Eq. (34).
+    """
+
+    def __init__(
+        self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True, fused: bool = False
+    ) -> None:
+        super().__init__(d_model, num_heads, dropout, bias, fused)
+        if self.d_k % 2 != 0:
+            raise ValueError(f"RoPE rotates pairs of features: d_k = d_model / num_heads must be even, got {self.d_k}")
+
+    def attend(
+        self, query: Tensor, kv: KeyValue, mask: Tensor | None = None, return_attention: bool = True
+    ) -> tuple[Tensor, Tensor | None]:
+        """As :meth:`MultiHeadAttention.attend`, with queries and keys rotated to their positions.
+
+        Args:
+            query: ``(batch, seq_q, d_model)``, the last seq_q positions of the keys.
+            kv: :class:`KeyValue`, key and value ``(batch, heads, seq_k, d_k)`` (keys not yet rotated).
+            mask: optional bool tensor broadcastable to ``(batch, heads, seq_q, seq_k)``; ``True`` = may attend.
+            return_attention: as :meth:`MultiHeadAttention.attend`.
+
+        Returns:
+            output ``(batch, seq_q, d_model)`` and weights ``(batch, heads, seq_q, seq_k)`` (or None, fused).
+
+        Raises:
+            TypeError: query or mask is not a tensor.
+            ValueError: as :meth:`MultiHeadAttention.attend`; seq_q > seq_k.
+
+        Source: Su et al. 2021, Eq. (34).
+        """
+        self._check(query, "query", kv)
+        q_pos, k_pos = _self_attention_positions(query.size(1), kv.key.size(-2), query.device)
+        rotated = KeyValue(apply_rotary(kv.key, k_pos), kv.value)
+        q = apply_rotary(self.split_heads(self.w_q(query)), q_pos)  # (batch, heads, seq_q, d_k), rotated
+        return self._attend_rotated(q, rotated, mask, return_attention)
+
+    def _attend_rotated(
+        self, q: Tensor, kv: KeyValue, mask: Tensor | None, return_attention: bool
+    ) -> tuple[Tensor, Tensor | None]:
+        p = self.dropout if self.training else 0.0
+        if self.fused and not return_attention:
+            if mask is not None:
+                _check_mask(mask, torch.Size((*q.shape[:-1], kv.key.size(-2))))
+            out, weights = F.scaled_dot_product_attention(q, kv.key, kv.value, attn_mask=mask, dropout_p=p), None
+        else:
+            out, weights = scaled_dot_product_attention(q, kv.key, kv.value, mask, dropout_p=p)
+        return self.w_o(self.merge_heads(out)), weights
+
+
+class ALiBiMultiHeadAttention(MultiHeadAttention):
+    """Multi-head self-attention with ALiBi: softmax(Q Kᵀ / √d_k − m_h · |i − j|) V, one slope m_h per head.
+
+    A drop-in :class:`MultiHeadAttention` for self-attention (queries the last seq_q of the seq_k keys). Same
+    constructor, call signature and return values; always computes the weights itself (no fused kernel).
+
+    Args:
+        d_model, num_heads, dropout, bias, fused: as :class:`MultiHeadAttention` (``fused`` is accepted and ignored).
+
+    Raises:
+        TypeError: as :class:`MultiHeadAttention`.
+        ValueError: as :class:`MultiHeadAttention`.
+
+    Source: Press, Smith, Lewis 2022, "Train Short, Test Long", §3.
+    """
+
+    def attend(
+        self, query: Tensor, kv: KeyValue, mask: Tensor | None = None, return_attention: bool = True
+    ) -> tuple[Tensor, Tensor | None]:
+        """As :meth:`MultiHeadAttention.attend`, with ALiBi's bias added to the scores before the softmax.
+
+        Args:
+            query: ``(batch, seq_q, d_model)``, the last seq_q positions of the keys.
+            kv: :class:`KeyValue`, key and value ``(batch, heads, seq_k, d_k)``.
+            mask: optional bool tensor broadcastable to ``(batch, heads, seq_q, seq_k)``; ``True`` = may attend.
+            return_attention: accepted for the interface; the weights are always returned.
+
+        Returns:
+            output ``(batch, seq_q, d_model)`` and weights ``(batch, heads, seq_q, seq_k)``, rows summing to 1.
+
+        Raises:
+            TypeError: query or mask is not a tensor.
+            ValueError: as :meth:`MultiHeadAttention.attend`; seq_q > seq_k.
+
+        Source: Press et al. 2022, §3.
+        """
+        self._check(query, "query", kv)
+        seq_q, seq_k = query.size(1), kv.key.size(-2)
+        _self_attention_positions(seq_q, seq_k, query.device)
+        q = self.split_heads(self.w_q(query))  # (batch, heads, seq_q, d_k)
+        scores = q @ kv.key.transpose(-2, -1) / math.sqrt(self.d_k)
+        scores = scores + alibi_bias(self.num_heads, seq_q, seq_k, query.device).to(scores.dtype)
+        if mask is not None:
+            _check_mask(mask, scores.shape)
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        if mask is not None:
+            weights = weights.masked_fill(~mask, 0.0)  # rows with no allowed key: zeros, not NaN
+        p = self.dropout if self.training else 0.0
+        out = F.dropout(weights, p=p) @ kv.value if p > 0 else weights @ kv.value
+        return self.w_o(self.merge_heads(out)), weights

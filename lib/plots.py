@@ -1,4 +1,4 @@
-"""Figures for the book: attention heatmaps, positional encodings, masks and learning curves.
+"""Figures for the book: attention heatmaps, beam-search trees, positional encodings, masks and learning curves.
 
 Every function here is pure: it takes arrays (numpy arrays or torch tensors) and labels, builds a
 :class:`matplotlib.figure.Figure` directly (no ``pyplot``, so no global figure registry, no
@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import itertools
 import json
 import unicodedata
 import warnings
@@ -35,6 +36,7 @@ from matplotlib.ticker import MaxNLocator
 __all__ = [
     "plot_attention",
     "plot_attention_grid",
+    "plot_beam_tree",
     "plot_positional_encoding",
     "plot_curves",
     "plot_mask",
@@ -481,6 +483,133 @@ def plot_attention_grid(
         if title:
             fig.suptitle(title)
         fig.colorbar(im, ax=axes, shrink=min(1.0, 0.6 + 0.2 * rows), fraction=0.04, pad=0.02)
+    return fig
+
+
+def _beam_tree_depths(parents: list[int]) -> list[int]:
+    """Each node's depth; ValueError unless node 0 is the only root and every parent comes before its child."""
+    if not parents or parents[0] != -1:
+        raise ValueError(f"parents[0] must be -1 (node 0 is the root), got {parents[:1]}")
+    depth = [0]
+    for i, p in enumerate(parents[1:], start=1):
+        if not 0 <= p < i:
+            raise ValueError(f"parents[{i}] must be an earlier node in [0, {i}), got {p}")
+        depth.append(depth[p] + 1)
+    return depth
+
+
+def plot_beam_tree(
+    labels: Sequence[Any],
+    parents: Sequence[int],
+    scores: Sequence[float],
+    best_path: Sequence[int] | None = None,
+    *,
+    title: str | None = None,
+    highlight: str = "C3",
+) -> Figure:
+    """The hypothesis tree of one beam search: one node per kept hypothesis, the returned one highlighted.
+
+    Nodes are placed by step (x, left to right) and drawn as their token with the summed log-probability of the
+    hypothesis they end; each node is joined to the hypothesis it extends. Leaves are stacked top to bottom in
+    depth-first order and a parent sits at the mean height of its children, so branches that beam search pruned
+    end early.
+
+    Args:
+        labels: one token string per node (node 0 is the root, e.g. ``"<s>"``).
+        parents: each node's parent, ``-1`` for node 0 only; every parent comes before its children.
+        scores: each node's summed log-probability (nats), shown under its token.
+        best_path: node ids from the root to the chosen hypothesis's last node, drawn in ``highlight``; None draws
+            no path.
+        title: figure title.
+        highlight: colour of the chosen path.
+
+    Returns:
+        The Figure, one axes: x = step, one text box per node, one line per edge.
+
+    Raises:
+        ValueError: labels, parents and scores differ in length or are empty; parents that do not form a tree
+            rooted at node 0 (as above); a best path that does not start at the root or whose nodes are not each
+            the previous one's child.
+    """
+    names = [str(label) for label in labels]
+    parent_list = [int(p) for p in parents]
+    score_arr = _to_numpy(scores, "scores").reshape(-1)
+    n = len(names)
+    if n == 0 or len(parent_list) != n or score_arr.size != n:
+        raise ValueError(
+            f"labels, parents and scores must be non-empty and of one length, got {n}, {len(parent_list)} and "
+            f"{score_arr.size}"
+        )
+    depth = _beam_tree_depths(parent_list)
+    path = [int(i) for i in best_path] if best_path is not None else []
+    if path:
+        if path[0] != 0 or any(not 0 <= i < n for i in path):
+            raise ValueError(f"best_path must start at the root (node 0) and hold node ids in [0, {n}), got {path}")
+        for a, b in itertools.pairwise(path):
+            if parent_list[b] != a:
+                raise ValueError(f"best_path must follow parent → child edges, but node {b}'s parent is not {a}")
+    children: list[list[int]] = [[] for _ in range(n)]
+    for i, p in enumerate(parent_list[1:], start=1):
+        children[p].append(i)
+    y = [0.0] * n
+    leaves = 0
+
+    def place(node: int) -> None:  # depth-first: leaves get consecutive rows, parents the mean of their children
+        nonlocal leaves
+        for child in children[node]:
+            place(child)
+        if children[node]:
+            y[node] = sum(y[c] for c in children[node]) / len(children[node])
+        else:
+            y[node] = float(leaves)
+            leaves += 1
+
+    place(0)
+    on_path = set(path)
+    path_edges = set(itertools.pairwise(path))
+    families = _label_families(names)
+    steps = max(depth)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_GLYPH_WARNING, category=UserWarning)
+        height = 0.5 * leaves + 1.0 + (0.3 if title else 0.0)
+        fig = Figure(figsize=(1.4 * (steps + 1) + 0.8, height), layout="constrained")
+        ax = fig.add_subplot()
+        for i, p in enumerate(parent_list[1:], start=1):
+            best = (p, i) in path_edges
+            ax.plot(
+                [depth[p], depth[i]],
+                [y[p], y[i]],
+                color=highlight if best else "0.6",
+                lw=2.5 if best else 1.0,
+                zorder=1,
+            )
+        for i in range(n):
+            text = names[i] if i == 0 else f"{names[i]}\n{score_arr[i]:.2f}"
+            ax.text(
+                depth[i],
+                y[i],
+                text,
+                ha="center",
+                va="center",
+                fontsize=8,
+                family=families,
+                zorder=2,
+                bbox=dict(
+                    boxstyle="round,pad=0.25",
+                    facecolor="white",
+                    edgecolor=highlight if i in on_path else "0.6",
+                    lw=1.8 if i in on_path else 0.8,
+                ),
+            )
+        ax.set_xlim(-0.5, steps + 0.5)
+        ax.set_ylim(leaves - 0.5, -0.5)  # first leaf at the top
+        ax.set_xticks(range(steps + 1))
+        ax.set_xlabel("step t (token position)")
+        ax.set_yticks([])
+        for side in ("left", "right", "top"):
+            ax.spines[side].set_visible(False)
+        if title:
+            ax.set_title(title)
     return fig
 
 

@@ -55,6 +55,7 @@ SOURCE_REQUIRED: dict[str, frozenset[str] | None] = {
     "lib.bert": None,
     "lib.gpt": None,
     "lib.efficient": None,
+    "lib.modern": None,
     "lib.decode": None,
     "lib.bpe": frozenset({"train_bpe"}),
     "lib.metrics": frozenset({"corpus_bleu"}),
