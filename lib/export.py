@@ -45,6 +45,7 @@ import hashlib
 import importlib
 import io
 import json
+import logging
 import sys
 import time
 import warnings
@@ -184,6 +185,9 @@ class DecoderGraph(nn.Module):
 def _to_onnx(module: nn.Module, args: tuple, dynamic_shapes: dict, names: str):
     """Export ``module`` with the dynamo exporter; the ONNX ModelProto, its weights inline."""
     progress = io.StringIO()  # the exporter prints its steps; shown only if it fails
+    log = logging.getLogger("torch.onnx")  # it also warns that torchvision's operators are not registered
+    level = log.level
+    log.setLevel(logging.ERROR)
     try:
         with warnings.catch_warnings(), contextlib.redirect_stdout(progress):
             warnings.simplefilter("ignore")  # the exporter's notes on axis names and deprecations are not ours
@@ -200,6 +204,8 @@ def _to_onnx(module: nn.Module, args: tuple, dynamic_shapes: dict, names: str):
     except Exception:
         sys.stderr.write(progress.getvalue())
         raise
+    finally:
+        log.setLevel(level)
     model = program.model_proto
     # the exporter's notes on every node (stack traces with this machine's paths, FX names) and its inferred
     # shapes of intermediate values: a third of the file, and what would make two exports differ by machine
