@@ -532,7 +532,8 @@ def _outcome(run: _Run, name: str, cell_timeout: float) -> tuple[str, str]:
         if i in run.ran and err is not None:
             if err.get("ename") == "KeyboardInterrupt":
                 return "time-out", f"{_describe(i, run.cells[i])} ran past {_limit(run, i, cell_timeout)}"
-            evalue = _first_line(str(err.get("evalue", "")))
+            # IPython names a cell's code after a hash ("1207717415.py, line 1"): keep only the line
+            evalue = re.sub(r"\(\d+\.py, line (\d+)\)", r"(line \1)", _first_line(str(err.get("evalue", ""))))
             return "error", f"{_describe(i, run.cells[i])} raised {err.get('ename')}" + (
                 f": {evalue}" if evalue else ""
             )

@@ -923,7 +923,7 @@ def plot_grade_summary(
             left to right in the mapping's order. "solved", "wrong", "not solved yet", "time-out" and "error" get
             fixed colours (green, red, grey, orange, purple), other names the next of a few more.
         title: axes title.
-        figsize: ``(width, height)`` in inches; default 6.4 wide and 0.45 per exercise (at least 2.4) high.
+        figsize: ``(width, height)`` in inches; default 7 wide, 0.45 per exercise (at least 2.4) high.
 
     Returns:
         The Figure; ``fig.axes[0].containers[k]`` holds the bars of the k-th verdict, bar i for exercise i.
@@ -946,8 +946,7 @@ def plot_grade_summary(
             raise ValueError(f"counts[{verdict!r}] must be non-negative integers, got {list(values)}")
         table.append((str(verdict), arr))
 
-    height = figsize[1] if figsize else max(2.4, 0.45 * len(names) + 1.2)
-    fig = Figure(figsize=figsize or (6.4, height), layout="constrained")
+    fig = Figure(figsize=figsize or (7.0, max(2.4, 0.45 * len(names) + 1.0)), layout="constrained")
     ax = fig.add_subplot()
     y = np.arange(len(names))
     left = np.zeros(len(names))
@@ -968,11 +967,5 @@ def plot_grade_summary(
     ax.spines[["top", "right"]].set_visible(False)
     if title:
         ax.set_title(title)
-    ax.legend(
-        frameon=False,
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.18 if len(names) < 4 else -0.12),
-        ncol=len(table),
-        fontsize=8,
-    )
+    ax.legend(frameon=False, loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)
     return fig

@@ -19,6 +19,8 @@ without any, every notebook listed in ``_toc.yml`` is written. For each one, ``<
    :func:`lib.exercises.check`) and the notebook runs on;
 3. gets a short markdown note after its title cell that says this is the student edition;
 4. has no outputs, no execution counts and no widget state: students run it themselves.
+5. carries ``metadata["student_edition"]`` (:func:`edition_metadata`): its chapter, source, the book's version and
+   the names of its exercises, which ``python -m lib.grade`` reads to recognise a renamed file or an older edition.
 
 The student notebooks need nothing copied beside them: ``lib`` is installed into the environment
 (``pip install -e .``), the shipped models are found from ``lib``'s own location (``lib.checkpoint``) and
