@@ -451,6 +451,7 @@ def _execute(
                 watchdog.daemon = True
                 watchdog.start()
             client.execute_cell(setup, 0)
+            deadline = time.monotonic() + timeout  # the student's cells get the whole limit
             err = _error_of(setup)
             if err is not None:
                 setup_error = f"{err.get('ename')}: {_first_line(str(err.get('evalue', '')))}"
@@ -474,9 +475,14 @@ def _execute(
                         stopped = "the kernel stopped (exit, os._exit, a crash or out of memory)"
                     stopped_at = i
                     break
+                except Exception as err:  # broad on purpose: whatever nbclient raises, the others are graded
+                    ran.add(i)
+                    stopped = f"the grader could not run a cell ({type(err).__name__}: {_first_line(str(err))})"
+                    stopped_at = i
+                    break
                 ran.add(i)
     except Exception as err:  # broad on purpose: a kernel that does not start must not stop the class's grading
-        if not stopped:
+        if not ran and not stopped:
             setup_error = f"the kernel failed ({type(err).__name__}: {_first_line(str(err))})"
     finally:
         if watchdog is not None:

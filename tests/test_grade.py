@@ -482,3 +482,46 @@ def test_the_command_grades_the_synthetic_class(tmp_path, multi30k_dir):
     assert rows == committed, "re-run tools/grading_example.py and commit chapters/images/grading_example.*"
     # every executed submission's time is logged
     assert result.stderr.count(" s): ") == 8
+
+
+def _tiny(path, *sources):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+    nb.metadata["student_edition"] = {"edition": "student", "chapter": "preliminaries", "exercises": EXERCISES}
+    nbformat.write(nb, str(path))
+    return path
+
+
+@pytest.mark.student_execution
+@pytest.mark.skipif(os.environ.get("STUDENT_EXECUTE") != "1", reason="starts two kernels: set STUDENT_EXECUTE=1")
+def test_a_dead_kernel_and_the_notebook_limit_leave_the_verdicts_recorded_before(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUPYTER_PREFER_ENV_PATH", "1")
+    dead = _tiny(
+        tmp_path / "dead.ipynb",
+        "from lib.exercises import check",
+        'check("matvec", None)',
+        "import os\nos._exit(1)",
+        'check("softmax_stable", None)',
+    )
+    rows, _ = grade.grade_submission(dead, cell_timeout=20, timeout=60)
+    assert [(r.exercise, r.verdict) for r in rows] == [
+        ("matvec", "⏳"),
+        ("softmax_stable", "error"),
+        ("softmax_temperature", "⏳"),
+        ("one_hot", "⏳"),
+    ]
+    assert (
+        rows[1].message
+        == "not reached: the kernel stopped (exit, os._exit, a crash or out of memory) at cell 3 ('import os')"
+    )
+    slow = _tiny(
+        tmp_path / "slow.ipynb",
+        "from lib.exercises import check",
+        'check("matvec", None)',
+        "import time\ntime.sleep(60)",
+        'check("softmax_stable", None)',
+    )
+    rows, _ = grade.grade_submission(slow, cell_timeout=50, timeout=10)
+    assert [(r.exercise, r.verdict) for r in rows][:2] == [("matvec", "⏳"), ("softmax_stable", "time-out")]
+    assert rows[1].message.startswith("not reached: the notebook ran past its limit of 10 s at cell 4")
