@@ -187,7 +187,7 @@ student: $(STAMP)
 	$(BIN)/python tools/student.py --out student
 
 test-student: student
-	STUDENT_EXECUTE=1 $(DETERMINISTIC_ENV) $(BIN)/python -m pytest -m student_execution tests/test_student.py
+	STUDENT_EXECUTE=1 $(DETERMINISTIC_ENV) $(BIN)/python -m pytest -m student_execution tests/test_student.py tests/test_grade.py
 
 clean:
 	rm -rf _build

@@ -19,6 +19,8 @@ without any, every notebook listed in ``_toc.yml`` is written. For each one, ``<
    :func:`lib.exercises.check`) and the notebook runs on;
 3. gets a short markdown note after its title cell that says this is the student edition;
 4. has no outputs, no execution counts and no widget state: students run it themselves.
+5. carries ``metadata["student_edition"]`` (:func:`edition_metadata`): its chapter, source, the book's version and
+   the names of its exercises, which ``python -m lib.grade`` reads to recognise a renamed file or an older edition.
 
 The student notebooks need nothing copied beside them: ``lib`` is installed into the environment
 (``pip install -e .``), the shipped models are found from ``lib``'s own location (``lib.checkpoint``) and
@@ -546,6 +548,32 @@ def _select(chapters: list[str], root: Path) -> list[Path]:
     return chosen
 
 
+def book_version(root: Path = ROOT) -> str:
+    """The book's version: ``version`` in the ``[project]`` table of ``root/pyproject.toml`` ("unknown" if none)."""
+    try:
+        text = (root / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        return "unknown"
+    match = re.search(r'(?ms)^\[project\].*?^version\s*=\s*"([^"]+)"', text)
+    return match.group(1) if match else "unknown"
+
+
+def edition_metadata(chapter: str, source: str, report: Report, root: Path = ROOT) -> dict:
+    """The ``metadata[EDITION_KEY]`` of a student notebook, which ``python -m lib.grade`` reads.
+
+    ``edition`` ("student"), ``chapter`` (the chapter's file stem, so a renamed file is still recognised),
+    ``source`` (the chapter's path in the repository), ``book_version`` and ``exercises`` (the names of the
+    exercises that have a starter cell, so the grader can tell an older edition that lacks a newer exercise).
+    """
+    return {
+        "edition": "student",
+        "chapter": chapter,
+        "source": source,
+        "book_version": book_version(root),
+        "exercises": [s.name for s in report.starters if s.name],
+    }
+
+
 def write_student_edition(
     out_dir: Path, chapters: list[str] | None = None, root: Path = ROOT, quiet: bool = False
 ) -> dict[str, Report]:
@@ -572,7 +600,7 @@ def write_student_edition(
             source = str(path.relative_to(root))
         except ValueError:
             source = str(path)
-        student["metadata"][EDITION_KEY] = {"source": source}
+        student["metadata"][EDITION_KEY] = edition_metadata(path.stem, source, report, root)
         node = nbformat.from_dict(student)
         nbformat.validate(node)
         nbformat.write(node, str(out_dir / path.name))

@@ -1,0 +1,269 @@
+"""The book's synthetic class: submissions of chapter ``preliminaries`` that show every verdict of ``lib.grade``.
+
+Usage (from the repository root)::
+
+    .venv/bin/python tools/grading_example.py            # grade the class, write chapters/images/grading_example.*
+    .venv/bin/python tools/grading_example.py --keep DIR  # also keep the submissions and the grades in DIR
+
+It writes the submissions into a temporary folder (:func:`make_class`), grades them with
+``python -m lib.grade class --chapter preliminaries`` and the limits of :data:`LIMITS`, and copies the CSV, the
+printed summary and the figure to ``chapters/images/grading_example.{csv,txt,png}``, which the instructor page
+("Grading a class") shows. ``tests/test_grade.py`` builds the same class with :func:`make_class` and checks
+the grades row by row and against the committed CSV.
+
+The students (each a file in ``class/``):
+
+- ``ada``: every exercise solved (the solutions of the chapter filled into the starter cells);
+- ``ben``: nothing solved (the student edition as it is handed out);
+- ``cleo``: half solved; ``softmax_t`` divides the probabilities by T (❌), ``one_hot`` left as it is (⏳);
+- ``dan``: a syntax error in the ``matvec`` cell, the naive softmax (overflows) and cleo's ``softmax_t`` mistake;
+- ``eve``: an endless loop in ``matvec`` (the checker's call limit) and one at the top of the ``softmax`` cell
+  (the cell's limit);
+- ``finn``: ``matvec`` calls ``sys.exit()``; the ``softmax`` cell calls it at its top;
+- ``gus`` (``gus/preliminaries.ipynb``, one folder per student): everything solved but the ``one_hot`` cell deleted;
+- ``hana``: the student edition of another chapter (``positional_encoding``);
+- ``ivan``: a damaged file (the JSON cut in the middle);
+- ``jo_final_v2``: a renamed file of an older edition (metadata without chapter or exercises), all solved;
+- ``kim``: the book's own chapter notebook, with its solutions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTER = "preliminaries"
+OTHER_CHAPTER = "positional_encoding"
+IMAGES = ROOT / "chapters" / "images"
+EXAMPLE = IMAGES / "grading_example"  # .csv, .txt (the printed summary), .png
+#: The limits the example is graded with: short, so that the endless loops cost seconds.
+LIMITS = {"cell_timeout": 10, "timeout": 300, "call_timeout": 2}
+
+# The students' own code (the wrong answers are the mistakes the checkers' hints name).
+NAIVE_SOFTMAX = """def softmax(z):
+    e = np.exp(z)
+    return e / e.sum()
+
+
+check("softmax_stable", softmax)
+"""
+PROBABILITIES_DIVIDED = """def softmax_t(z, T):
+    e = np.exp(z - z.max())
+    return e / e.sum() / T
+
+
+check("softmax_temperature", softmax_t)
+"""
+SYNTAX_ERROR = """def matvec(W, x)
+    return [sum(w * v for w, v in zip(row, x)) for row in W]
+
+
+check("matvec", matvec)
+"""
+ENDLESS_FUNCTION = """def matvec(W, x):
+    result = []
+    i = 0
+    while i < len(W):
+        result.append(sum(w * v for w, v in zip(W[i], x)))
+    return result
+
+
+check("matvec", matvec)
+"""
+ENDLESS_CELL = """while True:
+    pass
+
+
+def softmax(z):
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+check("softmax_stable", softmax)
+"""
+EXIT_FUNCTION = """import sys
+
+
+def matvec(W, x):
+    if len(W[0]) != len(x):
+        sys.exit("wrong sizes")
+    return [sum(w * v for w, v in zip(row, x)) for row in W]
+
+
+check("matvec", matvec)
+"""
+EXIT_CELL = """import sys
+
+sys.exit()
+
+
+def softmax(z):
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+check("softmax_stable", softmax)
+"""
+
+
+def _student_tool():
+    spec = importlib.util.spec_from_file_location("student_tool", ROOT / "tools" / "student.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _edition(chapter: str) -> tuple[dict, dict[str, str]]:
+    """The student notebook of ``chapter`` and ``{exercise: its solution's code}``, from ``chapters/``."""
+    student = _student_tool()
+    source = ROOT / "chapters" / f"{chapter}.ipynb"
+    nb = json.loads(source.read_text(encoding="utf-8"))
+    edition, report = student.make_student_notebook(nb)
+    edition["metadata"][student.EDITION_KEY] = student.edition_metadata(
+        chapter, f"chapters/{chapter}.ipynb", report, ROOT
+    )
+    solutions = {s.name: "\n\n".join(s.code) for s in report.starters if s.name}
+    return edition, solutions
+
+
+def _starter_index(nb: dict, name: str) -> int:
+    for i, cell in enumerate(nb["cells"]):
+        src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        if "exercise-starter" in cell.get("metadata", {}).get("tags", []) and f'check("{name}"' in src:
+            return i
+    raise ValueError(f"no starter cell for {name!r}")
+
+
+def _answer(nb: dict, answers: dict[str, str | None]) -> dict:
+    """A copy of ``nb`` with the starter cell of each exercise replaced by ``answers[name]`` (None: deleted)."""
+    nb = copy.deepcopy(nb)
+    for name, code in answers.items():
+        i = _starter_index(nb, name)
+        if code is None:
+            del nb["cells"][i]
+        else:
+            nb["cells"][i]["source"] = code
+    return nb
+
+
+def _write(path: Path, nb: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def make_class(folder: str | os.PathLike) -> list[Path]:
+    """Write the synthetic class's submissions into ``folder`` (see the module docstring); returns their paths."""
+    folder = Path(folder)
+    edition, sol = _edition(CHAPTER)
+    other, _ = _edition(OTHER_CHAPTER)
+    names = list(sol)  # matvec, softmax_stable, softmax_temperature, one_hot
+    older = _answer(edition, sol)
+    older["metadata"]["student_edition"] = {"source": f"chapters/{CHAPTER}.ipynb"}  # what the first editions wrote
+    notebooks = {
+        "ada.ipynb": _answer(edition, sol),
+        "ben.ipynb": edition,
+        "cleo.ipynb": _answer(
+            edition,
+            {names[0]: sol[names[0]], names[1]: sol[names[1]], "softmax_temperature": PROBABILITIES_DIVIDED},
+        ),
+        "dan.ipynb": _answer(
+            edition,
+            {
+                "matvec": SYNTAX_ERROR,
+                "softmax_stable": NAIVE_SOFTMAX,
+                "softmax_temperature": PROBABILITIES_DIVIDED,
+                "one_hot": sol["one_hot"],
+            },
+        ),
+        "eve.ipynb": _answer(edition, {**sol, "matvec": ENDLESS_FUNCTION, "softmax_stable": ENDLESS_CELL}),
+        "finn.ipynb": _answer(edition, {**sol, "matvec": EXIT_FUNCTION, "softmax_stable": EXIT_CELL}),
+        "gus/preliminaries.ipynb": _answer(edition, {**sol, "one_hot": None}),
+        "hana.ipynb": other,
+        "jo_final_v2.ipynb": older,
+        "kim.ipynb": json.loads((ROOT / "chapters" / f"{CHAPTER}.ipynb").read_text(encoding="utf-8")),
+    }
+    paths = []
+    for name, nb in notebooks.items():
+        _write(folder / name, nb)
+        paths.append(folder / name)
+    damaged = folder / "ivan.ipynb"
+    text = json.dumps(_answer(edition, sol), indent=1, ensure_ascii=False)
+    damaged.write_text(text[: len(text) // 2], encoding="utf-8")
+    paths.append(damaged)
+    return sorted(paths)
+
+
+def grade_command(out_csv: str, submissions: str = "class") -> list[str]:
+    """The command that grades the class (run in the folder that holds ``submissions``)."""
+    return [
+        sys.executable,
+        "-m",
+        "lib.grade",
+        submissions,
+        "--chapter",
+        CHAPTER,
+        "--out",
+        out_csv,
+        "--cell-timeout",
+        str(LIMITS["cell_timeout"]),
+        "--timeout",
+        str(LIMITS["timeout"]),
+        "--call-timeout",
+        str(LIMITS["call_timeout"]),
+    ]
+
+
+def run_example(workdir: str | os.PathLike) -> subprocess.CompletedProcess:
+    """Make the class in ``workdir/class`` and grade it into ``workdir/grades.csv`` (and ``.png``)."""
+    workdir = Path(workdir)
+    make_class(workdir / "class")
+    env = dict(os.environ, JUPYTER_PREFER_ENV_PATH="1")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    return subprocess.run(
+        grade_command("grades.csv"), cwd=workdir, env=env, capture_output=True, text=True, encoding="utf-8"
+    )
+
+
+def summary_text(csv_path: str | os.PathLike) -> str:
+    """The summary that ``python -m lib.grade`` prints, computed again from its CSV."""
+    from lib.grade import format_summary, read_csv, summarize
+
+    return format_summary(summarize(read_csv(csv_path)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--keep", help="a folder to keep the submissions and grades in (default: a temporary one)")
+    args = parser.parse_args(argv)
+    workdir = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="grading-example-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    result = run_example(workdir)
+    print(result.stderr, file=sys.stderr, end="")
+    print(result.stdout, end="")
+    if result.returncode != 0:
+        print(f"grading_example.py: lib.grade failed with exit status {result.returncode}", file=sys.stderr)
+        return 1
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(workdir / "grades.csv", EXAMPLE.with_suffix(".csv"))
+    shutil.copyfile(workdir / "grades.png", EXAMPLE.with_suffix(".png"))
+    EXAMPLE.with_suffix(".txt").write_text(summary_text(EXAMPLE.with_suffix(".csv")), encoding="utf-8")
+    print(f"wrote {EXAMPLE}.csv, .txt and .png in {time.perf_counter() - start:.0f} s")
+    if not args.keep:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
