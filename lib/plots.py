@@ -43,6 +43,7 @@ __all__ = [
     "plot_distributions",
     "FigureSlider",
     "figure_slider",
+    "plot_grade_summary",
 ]
 
 # Cells up to this size get their value written in them when ``annotate=None``.
