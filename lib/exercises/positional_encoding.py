@@ -74,7 +74,7 @@ def _check_pe_row(answer: Any) -> str | None:
             raise AssertionError(
                 f"for pos={pos}, d_model={d_model} your row is {_fmt(got)}; expected {_fmt(expected)}.{hint}"
             )
-    return "Row 1 for d_model = 8 is seed 001's [0.84147, 0.54030, 0.09983, 0.99500, ...]."
+    return "Row 1 for d_model = 8 is the 'Genius on the left' post's [0.84147, 0.54030, 0.09983, 0.99500, ...]."
 
 
 @exercise(
