@@ -135,7 +135,7 @@ CASES = {
         additive_correct,
         [
             (additive_without_v, "not a score. Multiply it by v"),
-            (additive_seed_000, "as seed 000 prints it"),
+            (additive_seed_000, "as the lecture notes print it"),
             (additive_summed, "v = (1, …, 1)"),
             (additive_no_tanh, "left out the tanh"),
             (additive_weights, "you returned the weights softmax(e)"),

@@ -24,5 +24,9 @@ def _source(cell):
 
 
 def test_seed_001_correction_is_a_note(cells):
-    notes = [_source(c) for c in cells if c["cell_type"] == "markdown" and ":::{note}" in _source(c)]
+    notes = [
+        _source(c)
+        for c in cells
+        if c["cell_type"] == "markdown" and ":::{admonition} A note on the source" in _source(c)
+    ]
     assert any("PE(0,6)" in n and "PE(0,7)" in n for n in notes)

@@ -3,7 +3,9 @@
 Checks, on the sources only:
 - every key cited with {cite}, {cite:t} or {cite:p} in chapters/*.ipynb (markdown cells) and chapters/*.md
   exists in references.bib, and every entry of references.bib is cited somewhere;
-- every entry has an author, a title, a year and a url;
+- every entry has an author, a title, a year and a url, except the five source documents (keys notes_*/blog_*),
+  which have no stated author, year or address: they have their Chinese title, an English translation (note) and
+  the kind of document (howpublished), and the intro's "Sources" section cites each of them;
 - every chapter's "References" section is a list of {cite:t} bullets, and no markdown still cites a paper in
   plain text ("Vaswani et al. (2017)", "(Jain and Wallace 2019)");
 - every glossary entry gives a Chinese equivalent (at least one CJK character in its definition);
@@ -28,6 +30,8 @@ CITE_ROLE = re.compile(r"\{cite(?::[a-z]+)*\}`([^`]+)`")
 # plain-text citations: "Vaswani et al. (2017", "Vaswani et al. 2017", "Jain and Wallace 2019", "Cho et al. (2014b)"
 PLAIN_CITATION = re.compile(r"\b[A-Z][\w'’-]+(?: et al\.,?| and [A-Z][\w'’-]+,?)\s+\(?(?:19|20)\d\d[a-z]?\b")
 CJK = re.compile(r"[\u3400-\u9fff]")
+# the book's five source documents (Chinese lecture notes and blog posts): keys name their subject
+SOURCE_KEY = re.compile(r"(notes|blog)_[a-z_]+")
 
 
 def _markdown_texts(path):
@@ -85,6 +89,8 @@ def test_every_bib_entry_is_cited(bib, citations):
 def test_every_entry_has_author_title_year_and_url(bib):
     problems = []
     for key, entry in bib.entries.items():
+        if SOURCE_KEY.fullmatch(key):
+            continue  # checked by test_source_documents_have_title_translation_and_kind
         if not entry.persons.get("author"):
             problems.append(f"{key}: no author")
         for field in ("title", "year", "url"):
@@ -97,8 +103,32 @@ def test_every_entry_has_author_title_year_and_url(bib):
 
 
 def test_keys_follow_surname_year_word(bib):
-    bad = [key for key in bib.entries if not re.fullmatch(r"[a-z]+(19|20)\d\d[a-z0-9]+", key)]
+    bad = [
+        key
+        for key in bib.entries
+        if not re.fullmatch(r"[a-z]+(19|20)\d\d[a-z0-9]+", key) and not SOURCE_KEY.fullmatch(key)
+    ]
     assert not bad, f"keys not of the form surname<year><firstword>: {bad}"
+
+
+def test_source_documents_have_title_translation_and_kind(bib):
+    sources = {key: entry for key, entry in bib.entries.items() if SOURCE_KEY.fullmatch(key)}
+    assert len(sources) == 5, f"expected the five source documents in references.bib, found {sorted(sources)}"
+    problems = []
+    for key, entry in sources.items():
+        if not CJK.search(entry.fields.get("title", "")):
+            problems.append(f"{key}: the title should be the document's Chinese title")
+        if not entry.fields.get("note", "").startswith("English: "):
+            problems.append(f"{key}: no English translation (note = {{English: ...}})")
+        if not re.match(
+            r"(Lecture notes|Blog post|Technical blog post) \(Chinese\)", entry.fields.get("howpublished", "")
+        ):
+            problems.append(f"{key}: howpublished should say the kind of document")
+    assert not problems, "; ".join(problems)
+    intro = (CHAPTERS / "intro.md").read_text(encoding="utf-8")
+    sources_section = intro.split("## Sources", 1)[-1].split("\n## ", 1)[0]
+    missing = [key for key in sources if key not in _cited_keys(sources_section)]
+    assert not missing, f"the intro's Sources section does not cite {missing}"
 
 
 def _references_sections():

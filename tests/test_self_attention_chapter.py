@@ -54,8 +54,14 @@ def test_timings_are_ignored_by_nbval(cells):
 
 
 def test_seed_003_correction_is_a_note(cells):
-    notes = [_source(c) for c in cells if c["cell_type"] == "markdown" and ":::{note}" in _source(c)]
-    assert any("Seed 003" in n and "with\nitself" in n.replace("with itself", "with\nitself") for n in notes)
+    notes = [
+        _source(c)
+        for c in cells
+        if c["cell_type"] == "markdown" and ":::{admonition} A note on the source" in _source(c)
+    ]
+    assert any(
+        "*Everything is a mapping*" in n and "with\nitself" in n.replace("with itself", "with\nitself") for n in notes
+    )
 
 
 def test_ends_with_summary_then_exercises(cells):

@@ -60,7 +60,7 @@ def _additive_variants(s, H, W_q, W_k, v) -> dict[str, np.ndarray]:
     }
     if W_q.shape[0] == s.shape[0]:
         variants[
-            "you used the query s where v belongs, as seed 000 prints it (h'ᵀ tanh(…)); Bahdanau et al. "
+            "you used the query s where v belongs, as the lecture notes print it (h'ᵀ tanh(…)); Bahdanau et al. "
             "use a separate learned vector v"
         ] = hidden @ s
     return variants
@@ -75,7 +75,7 @@ def _check_additive_score(answer: Any) -> str | None:
     """``answer(s, H, W_q, W_k, v)`` must equal lib's AdditiveScore (with a zero bias) on the same weights."""
     _require_callable(answer, "additive_score(s, H, W_q, W_k, v)")
     rng = np.random.default_rng(0)
-    # (seq_s, d_query, d_key, d_attention): first all sizes equal (where seed 000's h'ᵀ fits the shapes), then
+    # (seq_s, d_query, d_key, d_attention): first all sizes equal (where the lecture notes' h'ᵀ fits the shapes), then
     # all different (where it cannot even be computed), a single source position, a wide hidden layer
     for seq_s, d_q, d_k, d_a in [(4, 3, 3, 3), (5, 4, 6, 2), (1, 3, 2, 5), (7, 2, 4, 8)]:
         s = rng.standard_normal(d_q)

@@ -91,7 +91,8 @@ def _check_split_heads(answer: Any) -> str | None:
 def _check_d_k(answer: Any) -> str | None:
     """``answer(d_model, num_heads)`` must return d_model / num_heads and raise ValueError if not whole."""
     _require_callable(answer, "d_k(d_model, num_heads)")
-    # the paper's base model (seed 001's slip), seed 001's worked example and encoder walk-through,
+    # the paper's base model (the 'Genius on the left' post's slip), that post's worked example and encoder
+    # walk-through,
     # the paper's big model, this book's model, a wide variant, one head
     configs = [(512, 8), (8, 2), (4, 2), (1024, 16), (128, 4), (256, 8), (64, 1)]
     values = [_as_number(_call(answer, d, h), f"d_k({d}, {h})") for d, h in configs]
@@ -99,7 +100,8 @@ def _check_d_k(answer: Any) -> str | None:
     if values != expected:
         wrong = [
             (
-                "you divided by h twice (d_model / h²); seed 001 prints d_k = 8 for d_model = 512, h = 8, "
+                "you divided by h twice (d_model / h²); the 'Genius on the left' post prints d_k = 8 for "
+                "d_model = 512, h = 8, "
                 "but it is 512 / 8 = 64",
                 lambda d, h: d / h**2,
             ),
@@ -126,7 +128,7 @@ def _check_d_k(answer: Any) -> str | None:
             f"d_k({d_model}, {heads}) returned {value!r}; it should raise ValueError, because {heads} heads "
             f"cannot split {d_model} features evenly (lib's MultiHeadAttention refuses too)"
         )
-    return "The paper's base model: 512 / 8 = 64 features per head (not seed 001's 8)."
+    return "The paper's base model: 512 / 8 = 64 features per head (not the 'Genius on the left' post's 8)."
 
 
 # --------------------------------------------------------------------------------------------

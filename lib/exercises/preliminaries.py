@@ -20,7 +20,7 @@ __all__: list[str] = []
 
 _CHAPTER = "preliminaries"
 
-# Seed 001's worked numbers.
+# The 'Genius on the left' post's worked numbers.
 _SEED_W = [[0.5, 0.2, 0.0, 1.0], [1.0, 0.0, 0.2, 0.1]]
 _SEED_X1 = [1.0, 0.1, 0.2, 0.3]  # x1 = E1 + P1
 _SEED_Z = [0.5, 0.8, 0.6]
@@ -39,7 +39,7 @@ def _softmax64(z: Any) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------
-# matvec: seed 001's matrix product
+# matvec: the 'Genius on the left' post's matrix product
 # --------------------------------------------------------------------------------------------
 
 
@@ -53,7 +53,7 @@ def _check_matvec(answer: Any) -> str | None:
     _require_callable(answer, "matvec(W, x)")
     gen = np.random.default_rng(0)
     cases = [
-        (_SEED_W, _SEED_X1),  # seed 001: [0.82, 1.07]
+        (_SEED_W, _SEED_X1),  # the 'Genius on the left' post: [0.82, 1.07]
         ([[1.0, 2.0], [3.0, 4.0]], [1.0, -1.0]),  # square, not symmetric
         (gen.normal(size=(3, 5)).round(2).tolist(), gen.normal(size=5).round(2).tolist()),
         ([[2.0, -1.0, 0.5]], [1.0, 2.0, 4.0]),  # one row
@@ -77,7 +77,7 @@ def _check_matvec(answer: Any) -> str | None:
                 f"{where} your result is {_fmt(got)}; expected {_fmt(expected)}. Entry i is the dot product of "
                 f"row i of W with x: the sum over j of W[i][j]·x[j]."
             )
-    # (m × n)·(n × 1) needs the same n: seed 001 says the product cannot be computed otherwise.
+    # (m × n)·(n × 1) needs the same n: the 'Genius on the left' post says the product cannot be computed otherwise.
     for w, x in [(_SEED_W, [1.0, 0.1, 0.2]), (_SEED_W, [1.0, 0.1, 0.2, 0.3, 0.4])]:
         try:
             value = _call(answer, [row[:] for row in w], list(x))
@@ -97,7 +97,7 @@ def _check_matvec(answer: Any) -> str | None:
             f"ValueError: (m × n)·(n × 1) needs as many columns in W as entries in x. (zip() stops silently "
             f"at the shorter list; check the lengths first.)"
         )
-    return "Seed 001: W·x1 = [0.82, 1.07]; a (2 × 4) matrix times a 4-vector gives a 2-vector."
+    return "The 'Genius on the left' post: W·x1 = [0.82, 1.07]; a (2 × 4) matrix times a 4-vector gives a 2-vector."
 
 
 # --------------------------------------------------------------------------------------------
@@ -154,7 +154,7 @@ def _check_softmax_stable(answer: Any) -> str | None:
     """``answer(z)`` must return softmax(z) for ordinary, huge, hugely negative and widely spread scores."""
     _require_callable(answer, "softmax(z)")
     cases = [
-        _SEED_Z,  # seed 001: [0.28943, 0.39069, 0.31987]
+        _SEED_Z,  # the 'Genius on the left' post: [0.28943, 0.39069, 0.31987]
         [1000.0, 1001.0, 1002.0],  # exp overflows
         [-1000.0, -1000.0, -1000.0],  # exp underflows: 0 / 0
         [-1000.0, 0.0, 1000.0],  # subtracting the minimum overflows
@@ -167,7 +167,7 @@ def _check_softmax_stable(answer: Any) -> str | None:
         got = _as_array(_quiet_call(answer, z.copy()), f"softmax({values})").ravel()
         _check_probabilities(got, expected, f"for z = {values}", z, _softmax_variants(z))
     return (
-        "softmax([0.5, 0.8, 0.6]) = [0.28943, 0.39069, 0.31987] (seed 001), and "
+        "softmax([0.5, 0.8, 0.6]) = [0.28943, 0.39069, 0.31987] (the 'Genius on the left' post), and "
         "softmax([1000, 1001, 1002]) = softmax([-2, -1, 0]) = [0.09003, 0.24473, 0.66524]."
     )
 
@@ -216,7 +216,8 @@ def _check_one_hot(answer: Any) -> str | None:
     """``answer(ids, vocab_size)`` must return the one-hot rows of ``ids``; its product with a table picks rows."""
     _require_callable(answer, "one_hot(ids, vocab_size)")
     gen = torch.Generator().manual_seed(0)
-    # seed 001's sentence 我 爱 机器 学习 as ids 0..3 (row 0 is its E1 = [1, 0, 0, 0]), repeats, a single id
+    # the 'Genius on the left' post's sentence
+    # 我 爱 机器 学习 as ids 0..3 (row 0 is its E1 = [1, 0, 0, 0]), repeats, a single id
     for ids, vocab_size in [([0, 1, 2, 3], 4), ([2, 0, 2], 5), ([7], 8), ([3, 3, 1, 0, 9], 10)]:
         expected = torch.nn.functional.one_hot(torch.tensor(ids), vocab_size).double().numpy()
         where = f"for ids = {ids} and vocab_size = {vocab_size}"

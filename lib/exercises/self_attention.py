@@ -121,7 +121,7 @@ def _causal_variants(scores: np.ndarray) -> dict[str, np.ndarray]:
             "you kept the future and masked the past: query i may attend to keys 0 … i (the lower triangle, "
             "np.tril)": _softmax(np.where(future_only, scores, -np.inf)),
             "you replaced the masked scores by 0, but exp(0) = 1 still gives those keys weight; use -inf "
-            "(or seed 001's -1e10)": _softmax(np.where(lower, scores, 0.0)),
+            "(or the 'Genius on the left' post's -1e10)": _softmax(np.where(lower, scores, 0.0)),
             "you forgot the mask: every query still sees the future": _softmax(scores),
         }
 

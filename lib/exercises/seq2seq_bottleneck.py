@@ -123,12 +123,13 @@ _PATH_MISTAKES = [
     ),
     (
         lambda m, j, i, e: m - j + 1 + i,
-        "With c given to every decoder step (seed 000: y_i = D(C, y_1 … y_{i-1})), y_i reads c directly: one "
+        "With c given to every decoder step (the lecture notes: y_i = D(C, y_1 … y_{i-1})), y_i reads c directly: one "
         "application of D, whatever i is.",
     ),
     (
         lambda m, j, i, e: m - j + 2,
-        "Without c at every step (seed 003's chain c → 狗 → 追了 → 猫), c reaches y_i only through the decoder "
+        "Without c at every step (the 'Everything is a mapping' post's chain c → 狗 → 追了 → 猫), "
+        "c reaches y_i only through the decoder "
         "states h'_1 … h'_i: i applications of D.",
     ),
     (lambda m, j, i, e: m - j + 1, "You counted the encoder's steps only; the decoder's steps are on the path too."),
@@ -160,7 +161,8 @@ def _check_path_length(answer: Any) -> str | None:
     wrong = [case for case in cases if got[case] != _path_length(*case)]
     if not wrong:
         return (
-            "seed 003's chain: 'The' → '狗' is 6 steps, 'cat' → '猫' is 4. With attention (next chapter) "
+            "the 'Everything is a mapping' post's chain: 'The' → '狗' is 6 steps, 'cat' → '猫' is 4. "
+            "With attention (next chapter) "
             "every pair is 2 steps apart: x_j → h_j → h'_i."
         )
     hint = next((f" {text}" for mistake, text in _PATH_MISTAKES if all(got[c] == mistake(*c) for c in cases)), "")

@@ -86,7 +86,7 @@ def _check_layer_norm(answer: Any) -> str | None:
                 f"expected {_fmt(expected.reshape(-1, x.shape[-1])[0])}.{hint}"
             )
     return (
-        "Seed 001's embedded row [1, 3, 3, 5] has μ = 3 and σ² = 2, so it becomes about "
+        "The 'Genius on the left' post's embedded row [1, 3, 3, 5] has μ = 3 and σ² = 2, so it becomes about "
         "[-1.414, 0, 0, 1.414]: each row is normalised on its own, whatever else is in the batch."
     )
 
@@ -152,7 +152,10 @@ def _check_tied_params(answer: Any) -> str | None:
             f"for vocab_size={vocab_size}, d_model={d_model}, shared={shared} your count is {value:,.0f}; "
             f"expected {expected:,}.{hint}"
         )
-    return "Seed 001's output layer alone, 512 × 10,000, is 5,120,000 weights; tying saves two such matrices."
+    return (
+        "The 'Genius on the left' post's output layer alone, 512 × 10,000, is 5,120,000 weights; "
+        "tying saves two such matrices."
+    )
 
 
 # --- noam_peak --------------------------------------------------------------------------------
@@ -208,7 +211,8 @@ def _check_causal_mask(answer: Any) -> str | None:
             raise AssertionError(f"for n={n} your mask has shape {got.shape}; expected ({n}, {n})")
         if np.isinf(got).any() or (got < 0).any():
             raise AssertionError(
-                f"for n={n} your mask holds {_fmt(np.unique(got))}: that is an additive mask (0 and -inf, as seed 001 "
+                f"for n={n} your mask holds {_fmt(np.unique(got))}: that is an additive mask "
+                "(0 and -inf, as the 'Genius on the left' post "
                 "adds -1e10 before the softmax); lib's masks are booleans with True = may attend"
             )
         if not np.isin(got, [0.0, 1.0]).all():
