@@ -326,6 +326,8 @@ def test_resume_on_cuda_restores_the_gpu_generator(tmp_path):
 def test_the_gpu_recipe_bf16_tf32_pinned_batches_and_compile_trains():
     from lib.training import _to_device, enable_tf32
 
+    matmul = torch.backends.cuda.matmul
+    before = getattr(matmul, "fp32_precision", None)
     enable_tf32(True)
     try:
         batch = torch.randint(4, 30, (8, 6))
@@ -350,4 +352,7 @@ def test_the_gpu_recipe_bf16_tf32_pinned_batches_and_compile_trains():
         eager, compiled = (r.history[-1]["train_loss"] for r in results)
         assert compiled == pytest.approx(eager, rel=2e-2)  # bf16: close, not equal
     finally:
-        enable_tf32(False)
+        if before is not None:
+            matmul.fp32_precision = before
+        else:
+            enable_tf32(False)
