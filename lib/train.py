@@ -2,10 +2,15 @@
 
     python -m lib.train --preset multi30k --minutes 10 --out runs/multi30k
     python -m lib.train --arch rnn --attention additive --steps 1500 --out runs/rnn-attention
+    torchrun --standalone --nproc_per_node 4 -m lib.train --device cuda --steps 4000 --out runs/4gpu
 
 It builds the model (a Transformer preset, or a recurrent encoder–decoder), the tokenizer and the batches,
 trains with the book's one loop (``lib.training.train``), optionally scores the test split with BLEU, and
 writes a run folder (``lib.checkpoint.save_run``) that ``python -m lib.translate --run`` reads.
+
+Started by ``torchrun``, each process trains on its share of every batch (data parallelism, see
+``lib.training``): ``--max-tokens`` stays the size of the whole batch, rank 0 writes the run folder and
+prints, and ``results.json`` records ``world_size`` and ``backend``.
 
 Source: the recipe of Vaswani et al. (2017), §5 (see ``lib.training``).
 """
@@ -22,6 +27,7 @@ import sys
 from pathlib import Path
 
 import torch
+import torch.distributed as dist
 
 from .bpe import multi30k_tokenizer
 from .checkpoint import save_run
@@ -30,11 +36,14 @@ from .seq2seq import SCORES, Seq2Seq, Seq2SeqConfig
 from .special_tokens import BOS_ID, EOS_ID, PAD_ID
 from .training import (
     CHECKPOINT,
+    Ranks,
     TrainConfig,
     TrainingInterrupted,
     amp_context,
+    enable_tf32,
     evaluate_loss,
     select_device,
+    setup_distributed,
     train,
     translation_batches,
 )
@@ -80,7 +89,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--minutes", type=float, default=None, help="training budget in minutes (validation excluded)")
     p.add_argument("--steps", type=int, default=None, help="training budget in optimiser steps")
     p.add_argument("--vocab-size", type=int, default=8000, help="joint BPE vocabulary size")
-    p.add_argument("--max-tokens", type=int, default=TrainConfig.max_tokens, help="tokens per batch")
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=TrainConfig.max_tokens,
+        help="tokens per batch, the whole batch: under torchrun each process takes its share (on a GPU, "
+        "larger batches, e.g. 12000, keep it busy)",
+    )
     p.add_argument("--peak-lr", type=float, default=TrainConfig.peak_lr)
     p.add_argument("--warmup", type=int, default=TrainConfig.warmup)
     p.add_argument("--label-smoothing", type=float, default=TrainConfig.label_smoothing)
@@ -89,8 +104,27 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--snapshots", default="", help="comma-separated minutes at which to save model snapshots")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
-    p.add_argument("--device", default=None, help="cuda, mps or cpu (default: best available)")
-    p.add_argument("--no-amp", action="store_true", help="disable mixed precision on CUDA (bf16/fp16 autocast)")
+    p.add_argument(
+        "--device",
+        default="auto",
+        help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N or mps; under torchrun, cuda means one GPU per "
+        "process (cuda:LOCAL_RANK)",
+    )
+    p.add_argument(
+        "--amp",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="mixed precision on CUDA: bf16 autocast (fp16 with loss scaling on GPUs without bf16); no effect on CPU",
+    )
+    p.add_argument(
+        "--tf32",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="TensorFloat-32 for the float32 matrix products on CUDA; no effect on CPU",
+    )
+    p.add_argument(
+        "--compile", action="store_true", help="torch.compile the model (worth it on a GPU; compiling takes time)"
+    )
     p.add_argument(
         "--data", default=None, help="folder with the Multi30k .gz files (default: MULTI30K_DIR or download)"
     )
@@ -143,13 +177,13 @@ def _configs(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[Trai
             eval_every_minutes=args.eval_every or max((args.minutes or 10) / 20, 0.25),
             snapshot_minutes=snapshots,
             seed=args.seed,
-            amp=not args.no_amp,
+            amp=args.amp,
         )
     except ValueError as err:  # the message names the setting; say it with the option's name
         p.error(_option_names(str(err)))
     overrides = {} if args.dropout is None else {"dropout": args.dropout}
     try:
-        device = select_device(args.device)
+        device = select_device(None if args.device == "auto" else args.device)
     except ValueError as err:
         p.error(f"--device: {err}")
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -160,7 +194,7 @@ def _configs(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[Trai
     existing = [f for f in _RUN_FILES if (out / f).exists()]
     if args.resume and args.overwrite:
         p.error("--resume and --overwrite contradict each other: choose one")
-    if args.resume and not (out / CHECKPOINT).is_file():
+    if args.resume and os.environ.get("RANK", "0") == "0" and not (out / CHECKPOINT).is_file():
         p.error(f"--resume: {out / CHECKPOINT} does not exist (nothing to resume)")
     if existing and not (args.resume or args.overwrite):
         p.error(
@@ -204,7 +238,8 @@ def main(argv: list[str] | None = None) -> None:
     """Train a model on Multi30k and write a run folder (see the module docstring).
 
     Exit status: 0 trained and saved; 2 a usage error (nothing was loaded or written); 130 interrupted with
-    Ctrl-C (the checkpoint is saved and the command that resumes it is printed).
+    Ctrl-C (the checkpoint is saved and the command that resumes it is printed). Under ``torchrun`` every
+    process checks the arguments before any joins the run, and only rank 0 prints and writes.
 
     Args:
         argv: the command-line arguments (default ``sys.argv[1:]``).
@@ -216,9 +251,21 @@ def main(argv: list[str] | None = None) -> None:
     p = _parser()
     args = p.parse_args(argv)
     tconf, overrides, device = _configs(args, p)
+    try:  # after every check: no process writes anything before all have checked their arguments
+        dp, device = setup_distributed(device)
+    except ValueError as err:
+        p.error(str(err))
+    say = print if dp.is_main else _silent
     if args.threads:
         torch.set_num_threads(args.threads)
-    tokenizer = multi30k_tokenizer(args.vocab_size, root=args.data)
+    if device.type == "cuda":
+        enable_tf32(args.tf32)
+    if dp.is_main:  # rank 0 trains the tokenizer (or reads the cache); the others read what it wrote
+        tokenizer = multi30k_tokenizer(args.vocab_size, root=args.data)
+    if dp.distributed:
+        dist.barrier()
+    if not dp.is_main:
+        tokenizer = multi30k_tokenizer(args.vocab_size, root=args.data)
     torch.manual_seed(args.seed)
     if args.arch == "rnn":
         mconf = Seq2SeqConfig(
@@ -235,13 +282,15 @@ def main(argv: list[str] | None = None) -> None:
     train_ex = encode_pairs(load_multi30k("train", args.data), tokenizer, max_len=tconf.max_len)
     val_ex = encode_pairs(load_multi30k("val", args.data), tokenizer)
     val_batches = make_batches(val_ex, 4000, PAD_ID, BOS_ID, EOS_ID, shuffle=False)
-    print(
+    parallel = f" | {dp.world_size} processes ({dp.backend})" if dp.distributed else ""
+    say(
         f"model {name}: {model.num_parameters():,} parameters | {len(train_ex):,} training pairs | "
-        f"device {device} | threads {torch.get_num_threads()}"
+        f"device {device} | threads {torch.get_num_threads()}{parallel}"
     )
-    if args.overwrite:
+    if args.overwrite and dp.is_main:
         for f in _RUN_FILES:
             (Path(args.out) / f).unlink(missing_ok=True)
+    launcher = f"torchrun --nproc_per_node {dp.world_size}" if dp.distributed else "python"
     try:
         result = train(
             model,
@@ -251,18 +300,29 @@ def main(argv: list[str] | None = None) -> None:
             out_dir=args.out,
             resume=args.resume,
             device=device,
+            progress=dp.is_main,
+            log=say,
+            compile=args.compile,
         )
     except TrainingInterrupted as stop:
         again = [a for a in argv if a not in ("--resume", "--overwrite")] + ["--resume"]
-        print(f"\n{stop}.\nResume with:\n  python -m lib.train {shlex.join(again)}", file=sys.stderr)
+        if dp.is_main:
+            print(f"\n{stop}.\nResume with:\n  {launcher} -m lib.train {shlex.join(again)}", file=sys.stderr)
+        _leave(dp)
         raise SystemExit(130) from None
     except ValueError as err:  # e.g. resuming with other settings than the checkpoint's
+        _leave(dp)
         p.error(str(err))
+    if not dp.is_main:
+        _leave(dp)
+        return
     info = dict(
-        command="python -m lib.train " + shlex.join(argv),
+        command=f"{launcher} -m lib.train " + shlex.join(argv),
         device=str(device),
         threads=torch.get_num_threads(),
         machine=_cpu_name(),
+        world_size=dp.world_size,
+        backend=dp.backend,
         steps=result.steps,
         minutes=round(result.minutes, 2),
         tokens_per_second=round(result.tokens_per_second, 1),
@@ -270,8 +330,11 @@ def main(argv: list[str] | None = None) -> None:
         stopped_by=result.stopped_by,
     )
     if device.type == "cuda":
-        info["gpu"] = torch.cuda.get_device_name()
+        info["gpu"] = torch.cuda.get_device_name(device)
+        info["tf32"] = args.tf32
     info["amp"] = str(amp_context(device, tconf.amp)[1])
+    if args.compile:
+        info["compile"] = True
     if args.bleu:
         model.to(device)
         bleu = evaluate_bleu(model, tokenizer, "test_2016_flickr", root=args.data, beam_size=1, device=device)
@@ -288,6 +351,17 @@ def main(argv: list[str] | None = None) -> None:
         weights_dtype=getattr(torch, args.save_dtype),
     )
     print(json.dumps(info, indent=2))
+    _leave(dp)
+
+
+def _silent(*args: object, **kwargs: object) -> None:
+    """``print`` of the ranks other than 0."""
+
+
+def _leave(dp: Ranks) -> None:
+    """Leave the data-parallel run (when there is one) so that every process exits cleanly."""
+    if dp.distributed:
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -9,6 +9,12 @@ CUDA, a step or wall-clock budget, periodic validation, a history, checkpoints i
 snapshots at given minutes. For translation, :func:`translation_batches` and :func:`seq2seq_loss` (the
 default) are the two pieces; the language models of ``lib.lm`` bring their own.
 
+Data parallelism: started by ``torchrun --nproc_per_node N -m lib.train ...``, each of the N processes joins the
+run (:func:`setup_distributed`), builds the same global batches, trains on its own block of each batch's rows
+(:func:`shard_batch`), and torch's ``DistributedDataParallel`` averages the gradients, weighted so that the
+update equals one process's update over the whole batch. Rank 0 alone writes files and logs. Without
+``torchrun`` nothing of this runs and the loop is the one-process loop.
+
 Source: Vaswani et al. (2017), §5.3 (Adam β₁ = 0.9, β₂ = 0.98, ε = 1e-9; Eq. (3) warm-up schedule)
 and §5.4 (label smoothing ε_ls = 0.1; dropout).
 """
@@ -16,18 +22,22 @@ and §5.4 (label smoothing ε_ls = 0.1; dropout).
 from __future__ import annotations
 
 import math
+import os
 import random
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from .config import Config
@@ -41,7 +51,12 @@ __all__ = [
     "label_smoothed_cross_entropy",
     "TrainConfig",
     "TrainResult",
+    "Ranks",
+    "ranks",
+    "setup_distributed",
+    "shard_batch",
     "select_device",
+    "enable_tf32",
     "amp_context",
     "evaluate_loss",
     "seq2seq_loss",
@@ -154,6 +169,179 @@ def select_device(name: str | None = None) -> torch.device:
     if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
+
+
+def enable_tf32(enabled: bool = True) -> None:
+    """Let float32 matrix products and convolutions on CUDA use TensorFloat-32 (a 10-bit mantissa).
+
+    On Ampere and later GPUs (A100, H100) TF32 runs float32 matmuls several times faster at about 1e-3
+    relative precision; it matters for what runs outside bf16 autocast (or everything with ``amp=False``).
+    It changes nothing on a CPU.
+
+    Args:
+        enabled: True for TF32, False for full float32 ("ieee").
+    """
+    precision = "tf32" if enabled else "ieee"
+    matmul = torch.backends.cuda.matmul
+    if hasattr(matmul, "fp32_precision"):  # torch >= 2.9: mixing with the older flags below is an error
+        matmul.fp32_precision = precision
+        torch.backends.cudnn.conv.fp32_precision = precision
+    else:
+        matmul.allow_tf32 = enabled
+        torch.backends.cudnn.allow_tf32 = enabled
+
+
+# --- data parallelism ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ranks:
+    """Where this process stands in a data-parallel run.
+
+    Attributes:
+        rank: this process's index, 0 … world_size − 1; rank 0 writes every file and prints every line.
+        world_size: number of processes (1 without ``torchrun``).
+        backend: ``"gloo"`` (CPU) or ``"nccl"`` (CUDA) when ``torch.distributed`` is initialised, else None.
+    """
+
+    rank: int = 0
+    world_size: int = 1
+    backend: str | None = None
+
+    @property
+    def is_main(self) -> bool:
+        """True on rank 0, the one process that writes files and logs."""
+        return self.rank == 0
+
+    @property
+    def distributed(self) -> bool:
+        """True when ``torch.distributed`` is initialised, even with one process (``torchrun --nproc_per_node 1``)."""
+        return self.backend is not None
+
+
+def ranks() -> Ranks:
+    """This process's place in the data-parallel run: rank 0 of 1 when ``torch.distributed`` is not initialised.
+
+    Returns:
+        A :class:`Ranks`.
+    """
+    if dist.is_available() and dist.is_initialized():
+        return Ranks(dist.get_rank(), dist.get_world_size(), str(dist.get_backend()))
+    return Ranks()
+
+
+def setup_distributed(device: torch.device) -> tuple[Ranks, torch.device]:
+    """Join the data-parallel run that ``torchrun`` started, one process per device; without torchrun, do nothing.
+
+    ``torchrun`` sets ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT`` in each
+    process's environment; the process group is initialised from them (``init_method="env://"``) with the
+    backend of the device: NCCL on CUDA, gloo otherwise. On CUDA each process takes the GPU of its local rank.
+
+    Args:
+        device: the device chosen for training; ``cuda`` becomes ``cuda:LOCAL_RANK``.
+
+    Returns:
+        ``(ranks, device)``: this process's :class:`Ranks` and the device it trains on.
+
+    Raises:
+        ValueError: ``WORLD_SIZE``, ``RANK`` or ``LOCAL_RANK`` is not an integer, or on CUDA the local rank has
+            no GPU (more processes on this machine than GPUs).
+    """
+    if "WORLD_SIZE" not in os.environ or dist.is_initialized():
+        return ranks(), device
+    try:
+        world_size, rank = int(os.environ["WORLD_SIZE"]), int(os.environ.get("RANK", "0"))
+        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    except ValueError:
+        raise ValueError(
+            "WORLD_SIZE, RANK and LOCAL_RANK must be integers (torchrun sets them); got "
+            f"{os.environ.get('WORLD_SIZE')!r}, {os.environ.get('RANK')!r}, {os.environ.get('LOCAL_RANK')!r}"
+        ) from None
+    if device.type == "cuda":
+        if local_rank >= torch.cuda.device_count():
+            raise ValueError(
+                f"local rank {local_rank} has no GPU: this machine has {torch.cuda.device_count()}; "
+                "start at most that many processes per machine (--nproc_per_node)"
+            )
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    dist.init_process_group(backend, init_method="env://", world_size=world_size, rank=rank)
+    return ranks(), device
+
+
+def _bounds(rows: int, rank: int, world_size: int) -> tuple[int, int]:
+    """Rank ``rank``'s block of ``rows`` rows: sizes differ by at most one, the first blocks the larger."""
+    q, r = divmod(rows, world_size)
+    start = rank * q + min(rank, r)
+    return start, start + q + (rank < r)
+
+
+def shard_batch(batch: Any, rank: int, world_size: int) -> tuple[Any, float]:
+    """This rank's share of a global batch: a contiguous block of its rows and the share of the loss it carries.
+
+    The rows are split as evenly as possible (block sizes differ by at most one). The weight is the block's
+    share of the batch's target tokens for a :class:`lib.data.Batch` (the loss is a mean over tokens), else
+    its share of the rows; the weights of all ranks sum to 1, so Σ_rank weight · (mean loss of the block) is
+    the mean loss of the whole batch, and so is its gradient. A rank left without rows (a batch with fewer
+    rows than processes) gets the first row with weight 0: it still runs the forward and backward pass that
+    ``DistributedDataParallel`` waits for, but adds nothing.
+
+    Args:
+        batch: a :class:`lib.data.Batch`, a tensor ``(batch, ...)``, a tuple of tensors sharing their first
+            dimension, or a list of examples.
+        rank: this process's rank, 0 … world_size − 1.
+        world_size: number of processes.
+
+    Returns:
+        ``(block, weight)``: the block, of the same kind as ``batch``, and its weight in [0, 1].
+
+    Raises:
+        ValueError: world_size < 1, or rank outside [0, world_size).
+        TypeError: a batch of another kind.
+    """
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise ValueError(f"need 0 <= rank < world_size; got rank {rank}, world_size {world_size}")
+    if isinstance(batch, (Batch, Tensor, list)):
+        rows = len(batch)
+    elif isinstance(batch, tuple) and batch and all(isinstance(x, Tensor) for x in batch):
+        rows = len(batch[0])
+    else:
+        raise TypeError(
+            f"cannot split a batch of type {type(batch).__name__} among processes: use a lib.data.Batch, a "
+            "tensor, a tuple of tensors or a list"
+        )
+    start, stop = _bounds(rows, rank, world_size)
+    empty = start == stop
+    if empty:
+        start, stop = 0, 1
+
+    def block(x: Any) -> Any:
+        return x[start:stop]
+
+    if isinstance(batch, Batch):
+        shard = Batch(block(batch.src), block(batch.tgt_in), block(batch.tgt_out), batch.pad_id)
+        weight = shard.num_tokens / max(batch.num_tokens, 1)
+    elif isinstance(batch, tuple):
+        shard, weight = tuple(block(x) for x in batch), (stop - start) / rows
+    else:
+        shard, weight = block(batch), (stop - start) / rows
+    return shard, 0.0 if empty else weight
+
+
+class _Replica:
+    """What ``loss_fn`` receives under data parallelism or ``torch.compile``: calling it runs the wrapper's
+    forward (which prepares the gradient all-reduce, or runs the compiled graph); every other attribute is the
+    model's own (``config``, ``mlm_loss``, …), so loss functions written for the bare model work unchanged."""
+
+    def __init__(self, model: nn.Module, forward: Callable[..., Any]) -> None:
+        self._model, self._forward = model, forward
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._forward(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)
 
 
 def _finite(value: float | None) -> bool:
@@ -389,25 +577,57 @@ def amp_context(device: torch.device, enabled: bool = True) -> tuple[Any, torch.
 
 
 def _to_device(batch: Any, device: torch.device) -> Any:
+    if device.type == "cuda":  # from pinned (page-locked) memory the copy is asynchronous: the CPU runs ahead
+        if isinstance(batch, Batch):
+            return Batch(*(_pinned_to(t, device) for t in (batch.src, batch.tgt_in, batch.tgt_out)), batch.pad_id)
+        if isinstance(batch, Tensor):
+            return _pinned_to(batch, device)
     if isinstance(batch, Tensor) or hasattr(batch, "to"):
         return batch.to(device)
     if isinstance(batch, tuple) and all(isinstance(x, Tensor) for x in batch):
-        return tuple(x.to(device) for x in batch)
+        return tuple(_to_device(x, device) for x in batch)
     return batch  # e.g. lists of token ids: the loss function builds its tensors
 
 
-def _rng_state() -> dict:
-    state = {"torch": torch.get_rng_state(), "python": random.getstate()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
+def _pinned_to(x: Tensor, device: torch.device) -> Tensor:
+    if x.device.type == "cpu" and not x.is_pinned():
+        x = x.pin_memory()
+    return x.to(device, non_blocking=True)
+
+
+def _rng_state(device: torch.device) -> dict:
+    """The random states a resumed run restores: Python's, torch's CPU generator and the training device's own
+    generator (dropout on a GPU draws from the GPU's generator, not from the CPU's)."""
+    state = {"torch": torch.get_rng_state(), "python": random.getstate(), "device": device.type}
+    if device.type == "cuda":
+        state["device_rng"] = torch.cuda.get_rng_state(device)
+    elif device.type == "mps":
+        state["device_rng"] = torch.mps.get_rng_state()
     return state
 
 
-def _set_rng_state(state: dict) -> None:
+def _set_rng_state(state: dict, device: torch.device) -> None:
+    """Restore :func:`_rng_state`'s states on ``device``: a device generator only into a device of the same type;
+    otherwise a warning says that the resumed run cannot repeat the uninterrupted one exactly."""
     torch.set_rng_state(state["torch"].cpu())
     random.setstate(state["python"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
+    saved, device_rng = state.get("device"), state.get("device_rng")
+    if saved is None:  # checkpoints written before the device was recorded: every CUDA device's state, or none
+        saved = "cuda" if "cuda" in state else "cpu"
+        index = device.index if device.index is not None else 0
+        device_rng = state["cuda"][index] if saved == "cuda" and index < len(state["cuda"]) else None
+    if saved == device.type and device_rng is not None:
+        if device.type == "cuda":
+            torch.cuda.set_rng_state(device_rng.cpu(), device)
+        elif device.type == "mps":
+            torch.mps.set_rng_state(device_rng.cpu())
+    elif saved != device.type:
+        warnings.warn(
+            f"the checkpoint was saved while training on {saved} and is resumed on {device}: the Python and CPU "
+            f"random states are restored, the {saved if saved != 'cpu' else device.type} generator's cannot be, so "
+            "dropout will not repeat an uninterrupted run exactly",
+            stacklevel=3,
+        )
 
 
 class _DeferredInterrupt:
@@ -460,6 +680,59 @@ def _plain(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
+def _quiet(line: str) -> None:
+    """The log of ranks other than 0: they print nothing."""
+
+
+def _agree(loss: Tensor, share: float, step_s: float, stop: bool, world_size: int) -> tuple[float, float, bool]:
+    """One all-reduce per step so that every rank takes the same decisions: the global batch's mean loss
+    (Σ share · block loss), the mean step time (the minutes budget and validation times), and whether any rank
+    got Ctrl-C."""
+    stats = torch.stack(
+        [
+            loss.detach().double() * share,
+            torch.tensor(step_s / world_size, dtype=torch.float64, device=loss.device),
+            torch.tensor(float(stop), dtype=torch.float64, device=loss.device),
+        ]
+    )
+    dist.all_reduce(stats)
+    loss_value, step_s, stopped = stats.tolist()
+    return loss_value, step_s, stopped > 0
+
+
+def _load_checkpoint(ckpt: Path, config: TrainConfig, model_config: dict | None, dp: Ranks) -> dict | None:
+    """The resume checkpoint, or None when there is none. Under data parallelism rank 0 reads it and sends it
+    to the others (they need not see rank 0's disk), and a refusal reaches every rank."""
+    state, error = None, None
+    if dp.is_main and ckpt.exists():
+        state = torch.load(ckpt, map_location="cpu", weights_only=True)  # random states must stay on the CPU
+        try:
+            _check_resumable(state, config, model_config, ckpt)
+        except ValueError as err:
+            state, error = None, str(err)
+    if dp.distributed:
+        box = [(state, error)]
+        dist.broadcast_object_list(box, src=0)
+        state, error = box[0]
+    if error is not None:
+        raise ValueError(error)
+    return state
+
+
+def _rank_rng_state(state: dict, dp: Ranks) -> dict | None:
+    """This rank's saved random states (None for a rank the checkpoint did not have); with another number of
+    processes than when saved, a warning."""
+    saved_world = state.get("world_size", 1)
+    if saved_world != dp.world_size:
+        warnings.warn(
+            f"the checkpoint was written by {saved_world} process(es) and is resumed by {dp.world_size}: the "
+            "batches continue exactly, but the dropout streams of the ranks cannot",
+            stacklevel=3,
+        )
+    per_rank = state.get("rng_ranks") or [state["rng"]]
+    return per_rank[dp.rank] if dp.rank < len(per_rank) else None
+
+
 def train(
     model: nn.Module,
     batches: Callable[[int], Iterable[Any]],
@@ -471,6 +744,7 @@ def train(
     device: torch.device | str | None = None,
     progress: bool = True,
     log: Callable[[str], Any] = print,
+    compile: bool = False,
 ) -> TrainResult:
     """Train ``model`` in place until the budget in ``config`` is spent: the book's one training loop.
 
@@ -478,6 +752,14 @@ def train(
     gradient norm, an Adam step, a step of the warm-up schedule. Every ``eval_every_steps`` steps (or
     ``eval_every_minutes`` of training time) and at the end, ``evaluate(model)`` runs in eval mode without
     gradients and a history entry is written; with ``out_dir``, a resume checkpoint too.
+
+    Data parallelism: when ``torch.distributed`` is initialised (``torchrun``, see :func:`setup_distributed`),
+    every process iterates over the same global batches and trains on its block of each one
+    (:func:`shard_batch`); ``DistributedDataParallel`` averages the gradients, and each block's loss is scaled
+    by its share of the batch's tokens times the number of processes, so the averaged gradient is the gradient
+    of the whole batch's mean loss: the same update as one process over the whole batch. Every rank keeps a
+    full copy of the model and of Adam's moments; rank 0 alone validates, logs and writes files, the others'
+    history has NaN for ``val_loss``. Each rank's dropout draws from its own seed, ``config.seed + rank``.
 
     Args:
         model: the model (trained in place); its ``config.d_model`` scales the schedule.
@@ -497,6 +779,8 @@ def train(
         device: where to train; default: where the model is.
         progress: show a tqdm progress bar.
         log: called with one line of text per validation.
+        compile: run the model's forward through ``torch.compile`` (worth it on a GPU; the first steps pay
+            the compilation). The saved weights keep the model's own names.
 
     Returns:
         A :class:`TrainResult` with the history.
@@ -522,13 +806,25 @@ def train(
         def loss_fn(m: nn.Module, b: Batch) -> Tensor:
             return seq2seq_loss(m, b, smoothing)
 
+    dp = ranks()
+    if not dp.is_main:
+        progress, log = False, _quiet
     out = Path(out_dir) if out_dir is not None else None
-    if out is not None:
+    if out is not None and dp.is_main:
         out.mkdir(parents=True, exist_ok=True)
     random.seed(config.seed)
-    torch.manual_seed(config.seed)
+    torch.manual_seed(config.seed + dp.rank)
 
     model.to(device).train()
+    net: Any = model  # what loss_fn calls: the model, or its data-parallel and/or compiled wrapper
+    if dp.distributed:
+        net = DistributedDataParallel(
+            model, device_ids=[device] if device.type == "cuda" else None, broadcast_buffers=False
+        )
+    if compile:
+        net = torch.compile(net)
+    if net is not model:
+        net = _Replica(model, net)
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=config.betas, eps=config.eps)
     factor = config.lr_factor(d_model)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: noam_lr(s + 1, d_model, config.warmup, factor))
@@ -538,16 +834,18 @@ def train(
     result, epoch, skip = TrainResult(), 0, 0
     ckpt = out / CHECKPOINT if out is not None else None
     model_config = model.config.to_dict() if hasattr(model.config, "to_dict") else None
-    if resume and ckpt is not None and ckpt.exists():
-        state = torch.load(ckpt, map_location=device, weights_only=True)
-        _check_resumable(state, config, model_config, ckpt)
+    state = _load_checkpoint(ckpt, config, model_config, dp) if resume and ckpt is not None else None
+    if state is not None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         result = TrainResult(**state["result"])
         epoch, skip = state["epoch"], state["batch"]
-        _set_rng_state(state["rng"])
+        rng = _rank_rng_state(state, dp)
+        if rng is not None:
+            _set_rng_state(rng, device)
         log(f"resumed from {ckpt} at step {result.steps} ({result.minutes:.1f} min)")
+        del state
 
     budget_s = None if config.minutes is None else config.minutes * 60.0
     eval_every_s = config.eval_every_minutes * 60.0
@@ -565,6 +863,12 @@ def train(
         return ""
 
     def save_checkpoint() -> None:
+        rng = _rng_state(device)
+        if dp.distributed:  # every rank's generators, so that each rank resumes its own dropout stream
+            rng_ranks: list[Any] = [None] * dp.world_size
+            dist.all_gather_object(rng_ranks, rng)
+        if not dp.is_main:
+            return
         state = {
             "model": model.state_dict(),
             "optimizer": optimizer.state_dict(),
@@ -574,14 +878,16 @@ def train(
             "batch": position,
             "train_config": config.to_dict(),
             "model_config": model_config,
-            "rng": _rng_state(),
+            "rng": rng,
         }
+        if dp.distributed:
+            state.update(rng_ranks=rng_ranks, world_size=dp.world_size)
         atomic_torch_save(state, ckpt)
 
     def validate() -> None:
         nonlocal running_loss, running_n
         val = float("nan")
-        if evaluate is not None:
+        if evaluate is not None and dp.is_main:
             model.eval()
             with torch.no_grad():
                 val = float(evaluate(model))
@@ -622,11 +928,17 @@ def train(
                 if budget_spent():
                     break
                 start = time.perf_counter()
+                tokens = getattr(batch, "num_tokens", 0)  # of the global batch
+                if dp.distributed:
+                    batch, share = shard_batch(batch, dp.rank, dp.world_size)
                 batch = _to_device(batch, device)
                 with amp_ctx:
-                    loss = loss_fn(model, batch)
+                    loss = loss_fn(net, batch)
                 optimizer.zero_grad(set_to_none=True)
-                scaler.scale(loss).backward()
+                if dp.distributed:  # DDP divides the summed gradients by world_size: Σ_rank share · ∇loss remains
+                    scaler.scale(loss * (share * dp.world_size)).backward()
+                else:
+                    scaler.scale(loss).backward()
                 if config.clip_norm is not None:
                     scaler.unscale_(optimizer)
                     nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
@@ -636,23 +948,27 @@ def train(
                 if device.type == "cuda":
                     torch.cuda.synchronize()
                 step_s = time.perf_counter() - start
+                if dp.distributed:  # the ranks agree on the batch's loss, on the clock, and on Ctrl-C
+                    loss_value, step_s, interrupted = _agree(loss, share, step_s, stop.requested, dp.world_size)
+                else:
+                    loss_value, interrupted = loss.item(), stop.requested
                 train_s += step_s
                 result.steps += 1
-                result.tokens += getattr(batch, "num_tokens", 0)
+                result.tokens += tokens
                 result.minutes = train_s / 60.0
                 position += 1
-                running_loss += loss.item()
+                running_loss += loss_value
                 running_n += 1
                 bar.update(min(step_s, max(budget_s - bar.n, 0.0)) if budget_s is not None else 1)
-                bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
-                if stop.requested:  # Ctrl-C: finish this step, save, then stop
+                bar.set_postfix(loss=f"{loss_value:.3f}", refresh=False)
+                if interrupted:  # Ctrl-C: finish this step, save, then stop
                     if ckpt is not None:
                         save_checkpoint()
                     bar.close()
                     raise TrainingInterrupted(result.steps, ckpt)
                 while snapshots and train_s >= snapshots[0] * 60.0:
                     m = snapshots.pop(0)
-                    if out is not None:
+                    if out is not None and dp.is_main:
                         atomic_torch_save(model.state_dict(), out / f"model_{m:g}min.pt")
                 if config.eval_every_steps is not None:
                     if result.steps % config.eval_every_steps == 0:

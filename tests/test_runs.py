@@ -3,6 +3,7 @@ Ctrl-C, and resuming only what can be resumed exactly."""
 
 import json
 import os
+import random
 import shutil
 import signal
 import stat
@@ -219,3 +220,139 @@ def test_a_damaged_tokenizer_cache_is_named_and_rebuilt(multi30k_dir, tmp_path):
         again = multi30k_tokenizer(500, cache_dir=tmp_path)
     assert again.get_vocab() == first.get_vocab()
     assert multi30k_tokenizer(500, cache_dir=tmp_path).get_vocab() == first.get_vocab()  # the rebuilt cache loads
+
+
+# --- random states across devices: what a checkpoint saves, and where each state goes back --------------------
+
+
+def _draws():
+    return torch.rand(3), random.random()
+
+
+def test_the_rng_state_holds_the_training_devices_generator_and_restores_exactly():
+    from lib.training import _rng_state, _set_rng_state
+
+    state = _rng_state(torch.device("cpu"))
+    assert state["device"] == "cpu" and "device_rng" not in state and "cuda" not in state
+    first = _draws()
+    _set_rng_state(state, torch.device("cpu"))
+    again = _draws()
+    assert torch.equal(first[0], again[0]) and first[1] == again[1]
+
+
+def _fake_cuda(monkeypatch):
+    """torch.cuda's generator functions, recorded: the state handling is checked on a machine without a GPU."""
+    calls = []
+    monkeypatch.setattr(torch.cuda, "get_rng_state", lambda device="cuda": torch.full((16,), 7, dtype=torch.uint8))
+    monkeypatch.setattr(torch.cuda, "set_rng_state", lambda state, device="cuda": calls.append((state, device)))
+    return calls
+
+
+def test_on_cuda_the_cuda_state_goes_into_the_cuda_generator_and_the_cpu_state_into_the_cpu_one(monkeypatch):
+    from lib.training import _rng_state, _set_rng_state
+
+    calls = _fake_cuda(monkeypatch)
+    cuda = torch.device("cuda", 1)
+    state = _rng_state(cuda)
+    assert state["device"] == "cuda" and torch.equal(state["device_rng"], torch.full((16,), 7, dtype=torch.uint8))
+    cpu_state = state["torch"].clone()
+    torch.rand(5)  # move the CPU generator on
+    _set_rng_state(state, cuda)
+    assert len(calls) == 1 and calls[0][1] == cuda and torch.equal(calls[0][0], state["device_rng"])
+    assert torch.equal(torch.get_rng_state(), cpu_state)
+    # a checkpoint of the earlier format: every CUDA device's state in a list; device 1 gets the second
+    old = {"torch": cpu_state, "python": random.getstate(), "cuda": [torch.zeros(16, dtype=torch.uint8), cpu_state]}
+    _set_rng_state(old, cuda)
+    assert torch.equal(calls[1][0], cpu_state) and calls[1][1] == cuda
+
+
+def test_a_checkpoint_saved_on_cuda_resumes_on_cpu_with_a_warning(tmp_path):
+    # the checkpoint of a GPU run (earlier format: a list of CUDA states) resumed on a machine without a GPU
+    config = TrainConfig(max_steps=2, warmup=2, amp=False)
+    model, batches, loss_fn = _lm_setup()
+    train(model, batches, config, loss_fn=loss_fn, out_dir=tmp_path, progress=False, log=lambda _: None)
+    state = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    state["rng"] = {"torch": state["rng"]["torch"], "python": state["rng"]["python"], "cuda": [torch.zeros(16)]}
+    torch.save(state, tmp_path / "checkpoint.pt")
+    more = TrainConfig(max_steps=3, warmup=2, amp=False)
+    model, batches, loss_fn = _lm_setup()
+    with pytest.warns(UserWarning, match="saved while training on cuda and is resumed on cpu.*dropout"):
+        resumed = train(
+            model, batches, more, loss_fn=loss_fn, out_dir=tmp_path, resume=True, progress=False, log=lambda _: None
+        )
+    assert resumed.steps == 3
+
+
+def test_a_checkpoint_saved_on_cpu_resumed_on_cuda_warns(monkeypatch):
+    from lib.training import _rng_state, _set_rng_state
+
+    calls = _fake_cuda(monkeypatch)
+    state = _rng_state(torch.device("cpu"))
+    with pytest.warns(UserWarning, match="saved while training on cpu and is resumed on cuda:0: .* the cuda generator"):
+        _set_rng_state(state, torch.device("cuda", 0))
+    assert calls == []
+
+
+@pytest.mark.gpu
+def test_resume_on_cuda_restores_the_gpu_generator(tmp_path):
+    # dropout on the GPU draws from the GPU's generator: interrupted at step 2 and resumed, the run must match
+    config = TrainConfig(max_steps=4, warmup=2, eval_every_steps=2, amp=True)
+    straight, batches, loss_fn = _lm_setup()
+    full = train(straight, batches, config, loss_fn=loss_fn, device="cuda", progress=False, log=lambda _: None)
+    model, batches, loss_fn = _lm_setup()
+    half = TrainConfig(max_steps=2, warmup=2, eval_every_steps=2, amp=True)
+    train(model, batches, half, loss_fn=loss_fn, out_dir=tmp_path, device="cuda", progress=False, log=lambda _: None)
+    assert torch.load(tmp_path / "checkpoint.pt", weights_only=True)["rng"]["device"] == "cuda"
+    model, batches, loss_fn = _lm_setup()
+    resumed = train(
+        model,
+        batches,
+        config,
+        loss_fn=loss_fn,
+        out_dir=tmp_path,
+        resume=True,
+        device="cuda",
+        progress=False,
+        log=lambda _: None,
+    )
+    assert [h["step"] for h in resumed.history] == [2, 4]
+    # bitwise equality is not promised on a GPU (atomic adds in the embedding's backward), closeness is
+    assert resumed.history[-1]["train_loss"] == pytest.approx(full.history[-1]["train_loss"], abs=1e-4)
+    for p, q in zip(straight.state_dict().values(), model.state_dict().values(), strict=True):
+        torch.testing.assert_close(p, q, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.gpu
+def test_the_gpu_recipe_bf16_tf32_pinned_batches_and_compile_trains():
+    from lib.training import _to_device, enable_tf32
+
+    matmul = torch.backends.cuda.matmul
+    before = getattr(matmul, "fp32_precision", None)
+    enable_tf32(True)
+    try:
+        batch = torch.randint(4, 30, (8, 6))
+        moved = _to_device(batch, torch.device("cuda"))
+        assert moved.is_cuda and torch.equal(moved.cpu(), batch)
+        config = TrainConfig(max_steps=6, warmup=2, eval_every_steps=3, amp=True)
+        results = []
+        for compile in (False, True):
+            model, batches, loss_fn = _lm_setup()
+            results.append(
+                train(
+                    model,
+                    batches,
+                    config,
+                    loss_fn=loss_fn,
+                    device="cuda",
+                    compile=compile,
+                    progress=False,
+                    log=lambda _: None,
+                )
+            )
+        eager, compiled = (r.history[-1]["train_loss"] for r in results)
+        assert compiled == pytest.approx(eager, rel=2e-2)  # bf16: close, not equal
+    finally:
+        if before is not None:
+            matmul.fp32_precision = before
+        else:
+            enable_tf32(False)

@@ -120,3 +120,18 @@ def test_ctrl_c_saves_a_checkpoint_and_prints_the_resume_command(multi30k_dir, t
     resume = err.strip().splitlines()[-1].strip()
     assert resume.startswith("python -m lib.train ") and resume.endswith("--resume") and str(out) in resume
     assert (out / "checkpoint.pt").is_file() and not (out / "model.pt").exists()
+
+
+def test_device_auto_is_the_default_and_cuda_without_a_gpu_is_a_usage_error(tmp_path):
+    import torch
+
+    from lib.train import _parser
+
+    args = _parser().parse_args(["--out", "x", "--steps", "1"])
+    assert args.device == "auto" and args.amp and args.tf32 and not args.compile
+    assert not _parser().parse_args(["--out", "x", "--steps", "1", "--no-amp", "--no-tf32"]).amp
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    env = {**os.environ, "MULTI30K_DIR": str(tmp_path / "no-data")}
+    proc = _cli("--steps", "5", "--device", "cuda", "--out", str(tmp_path / "run"), env=env)
+    assert proc.returncode == 2 and "torch sees no CUDA device" in proc.stderr.strip().splitlines()[-1]
