@@ -100,17 +100,20 @@ def test_an_existing_run_is_never_replaced_without_overwrite(tmp_path):
 
 def test_ctrl_c_saves_a_checkpoint_and_prints_the_resume_command(multi30k_dir, tmp_path):
     import signal
-    import time
 
     out = tmp_path / "run"
-    args = ["--preset", "tiny", "--steps", "100000", "--max-tokens", "500", "--eval-every", "100", "--out", str(out)]
+    # --eval-every 2: the loop logs "step 2 | ..." once it runs; Ctrl-C is sent only then, so that the test does not
+    # depend on how long the set-up (imports, data, tokenizer) takes on a busy machine.
+    args = ["--preset", "tiny", "--steps", "100000", "--max-tokens", "500", "--eval-every", "2", "--out", str(out)]
     proc = subprocess.Popen(
         [sys.executable, "-m", "lib.train", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
-        line = proc.stdout.readline()  # "model tiny: ... parameters": training starts right after
+        line = proc.stdout.readline()  # "model tiny: ... parameters"
         assert line.startswith("model tiny"), line + proc.stderr.read()
-        time.sleep(3)
+        while not line.startswith("step"):  # the first logged step: the deferred Ctrl-C handler is in place
+            line = proc.stdout.readline()
+            assert line, "the run ended before it logged a step: " + proc.stderr.read()[-2000:]
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
     finally:
