@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,7 @@ PORTABLE = "notebooks"  # the folder of the portable notebooks, in the repositor
 def _portable_tool(srcdir: Path) -> Any:
     spec = importlib.util.spec_from_file_location("book_portable", srcdir / "tools" / "portable.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up while they are created
     spec.loader.exec_module(module)
     return module
 
