@@ -205,7 +205,7 @@ $(LAB_STAMP): requirements-lab.txt $(STAMP)
 
 lab: $(LAB_STAMP)
 	JUPYTER_PREFER_ENV_PATH=1 $(BIN)/jupyter lab --ServerApp.root_dir="$(ROOT)" \
-	  --LabApp.default_url=/lab/tree/chapters $(LAB_ARGS)
+	  --LabApp.default_url=/lab/tree/chapters $$([ "$$(id -u)" = 0 ] && echo --allow-root) $(LAB_ARGS)
 
 # The student edition: every chapter without its solutions, each exercise cell a starter that prints
 # "not solved yet" until the reader fills it in.
