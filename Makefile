@@ -6,6 +6,10 @@
 #   make lint           ruff check, ruff format --check, and the import-linter contracts of lib/'s layers
 #   make test-browser   open every page of the built site in headless Chromium, offline (after `make book`);
 #                       screenshots go to _build/screenshots/
+#   make lab            open the chapters in JupyterLab (MyST rendered by jupyterlab-myst; installs
+#                       requirements-lab.txt into .venv the first time)
+#   make portable       rewrite notebooks/: the chapters with plain markdown for Colab, VS Code, GitHub
+#                       (tools/portable.py; run it after editing a chapter, `make book` does too)
 #   make student        write the student edition (solutions removed) into student/
 #   make test-student   execute every student notebook top to bottom (slow)
 #   make execute        re-execute chapters/*.ipynb in place and store the outputs (the website shows them)
@@ -53,7 +57,7 @@ DETERMINISTIC_ENV := PYTHONHASHSEED=0 CUBLAS_WORKSPACE_CONFIG=:4096:8 JUPYTER_PR
 
 NOTEBOOKS = $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: book execute test lint env clean cjk-font vendor browser-deps test-browser student test-student
+.PHONY: book execute test lint env clean cjk-font vendor browser-deps test-browser student test-student lab portable
 
 env: $(STAMP)
 
@@ -103,6 +107,7 @@ vendor: $(STAMP)
 	$(BIN)/python tools/vendor_js.py
 
 book: $(STAMP) vendor $(if $(filter 1 yes true,$(EXECUTE)),execute)
+	$(BIN)/python tools/portable.py
 	@start=$$SECONDS; \
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS); \
 	echo "jupyter-book build: $$((SECONDS - start)) s"
@@ -180,6 +185,27 @@ browser-deps: $(STAMP)
 test-browser: browser-deps
 	@test -f _build/html/index.html || { echo "ERROR: no built site: run 'make book' first"; exit 1; }
 	$(BIN)/python -m pytest tests/browser
+
+# The portable notebooks (notebooks/, committed: Colab opens them from the repository; the site's download
+# and launch buttons point to them): every chapter with its MyST markup written as plain markdown.
+# `make book` runs this first, and tests/test_portable.py fails while they are out of date.
+portable: $(STAMP)
+	$(BIN)/python tools/portable.py
+
+# JupyterLab on the chapters, with jupyterlab-myst rendering their MyST (exercises, solutions folded, notes,
+# maths) and the book's kernel (this venv's python3; JUPYTER_PREFER_ENV_PATH: not one from ~/.local).
+# MULTI30K_DIR is exported above. Extra options: make lab LAB_ARGS="--no-browser --port 8890".
+LAB_STAMP := $(VENV)/.installed-lab
+LAB_ARGS ?=
+
+$(LAB_STAMP): requirements-lab.txt $(STAMP)
+	$(BIN)/python -m pip install -r requirements-lab.txt
+	$(BIN)/python -m pip check
+	touch $@
+
+lab: $(LAB_STAMP)
+	JUPYTER_PREFER_ENV_PATH=1 $(BIN)/jupyter lab --ServerApp.root_dir="$(ROOT)" \
+	  --LabApp.default_url=/lab/tree/chapters $$([ "$$(id -u)" = 0 ] && echo --allow-root) $(LAB_ARGS)
 
 # The student edition: every chapter without its solutions, each exercise cell a starter that prints
 # "not solved yet" until the reader fills it in.

@@ -99,7 +99,8 @@ def test_every_chapter_has_binder_and_colab_launch_buttons():
         p for p in PAGES if p.startswith("chapters/") and (SITE.parent.parent / p).with_suffix(".ipynb").exists()
     ]
     for page in chapters:
-        nb = page.removesuffix(".html") + ".ipynb"
+        # the launch buttons open the portable copy (tools/portable.py), which every notebook front end renders
+        nb = "notebooks/" + page.removesuffix(".html").removeprefix("chapters/") + ".ipynb"
         urls = _parse(page).urls
         colab = [u for u in urls if u.startswith("https://colab.research.google.com/github/")]
         binder = [u for u in urls if u.startswith("https://mybinder.org/v2/gh/")]
