@@ -185,7 +185,9 @@ def enable_tf32(enabled: bool = True) -> None:
     matmul = torch.backends.cuda.matmul
     if hasattr(matmul, "fp32_precision"):  # torch >= 2.9: mixing with the older flags below is an error
         matmul.fp32_precision = precision
+        # cuDNN's conv and RNN flags together: torch raises if they differ when a legacy flag is read later
         torch.backends.cudnn.conv.fp32_precision = precision
+        torch.backends.cudnn.rnn.fp32_precision = precision
     else:
         matmul.allow_tf32 = enabled
         torch.backends.cudnn.allow_tf32 = enabled

@@ -227,14 +227,16 @@ def test_tf32_switch():
     matmul = torch.backends.cuda.matmul
     if not hasattr(matmul, "fp32_precision"):
         pytest.skip("torch < 2.9: TF32 is set with the older allow_tf32 flags")
-    before = matmul.fp32_precision
+    cudnn = torch.backends.cudnn
+    before = matmul.fp32_precision, cudnn.conv.fp32_precision, cudnn.rnn.fp32_precision
     try:
         enable_tf32(True)
-        assert matmul.fp32_precision == "tf32" and torch.backends.cudnn.conv.fp32_precision == "tf32"
+        assert matmul.fp32_precision == cudnn.conv.fp32_precision == cudnn.rnn.fp32_precision == "tf32"
         enable_tf32(False)
-        assert matmul.fp32_precision == "ieee"
+        assert matmul.fp32_precision == cudnn.conv.fp32_precision == cudnn.rnn.fp32_precision == "ieee"
     finally:
-        matmul.fp32_precision = before
+        matmul.fp32_precision, cudnn.conv.fp32_precision, cudnn.rnn.fp32_precision = before
+    assert cudnn.allow_tf32  # restored: the legacy flag is readable again (torch.export in later tests reads it)
 
 
 class _Wrapped(torch.nn.Module):
