@@ -37,7 +37,7 @@ import pytest
 from .conftest import ROOT, SCREENSHOTS
 
 CHAPTERS = sorted(p.stem for p in (ROOT / "chapters").glob("*.ipynb"))
-DEFAULT_BUDGET_S = 45  # a chapter runs by default when its stored execution time is at most this
+DEFAULT_BUDGET_S = 30  # a chapter runs by default when its stored execution time is at most this
 RUN_ALL = os.environ.get("JUPYTERLAB_ALL") == "1"
 STUDENT_CHAPTER = "preliminaries"  # the fastest chapter, with four starter cells
 
@@ -310,6 +310,7 @@ def move_widget(page, name: str, description: str, presses: int, button: str) ->
         arg=[cell.element_handle(), before],
         timeout=DRAW_TIMEOUT_MS,
     )
+    page.wait_for_function(DONE, timeout=DRAW_TIMEOUT_MS, polling=500)  # every figure of the view drawn
     print(f"{name}: {description} {value} -> {moved}, figure redrawn")
 
 
