@@ -163,7 +163,7 @@ test: $(STAMP)
 # Headless Chromium for the browser tests: Debian's `chromium` (installed as root with apt-get, with an emoji
 # font so that ✅ shows in screenshots) and the `playwright` Python driver (its own browser download is not used).
 browser-deps: $(STAMP)
-	$(BIN)/python -m pip install -q -r requirements-browser.txt
+	$(BIN)/python -m pip install -q -r requirements-browser.txt -r requirements-lab.txt
 	@if [ -n "$${CHROMIUM:-}" ] || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
 	    || command -v google-chrome >/dev/null 2>&1; then \
 	  echo "Chromium: found"; \

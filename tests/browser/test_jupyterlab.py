@@ -1,0 +1,362 @@
+"""The chapters in a real JupyterLab (what ``make lab`` opens), driven by headless Chromium with the network cut off.
+
+A JupyterLab server with jupyterlab-myst (``requirements-lab.txt``) is started on a free loopback port with a
+token, on a temporary copy of ``chapters/`` (JupyterLab autosaves: the committed notebooks must not change) and
+of one student-edition chapter. The kernel is this venv's ``python3``, with ``lib`` importable and MULTI30K_DIR
+passed on. For each chapter the test restarts the kernel and runs all cells through JupyterLab's own command
+(``notebook:restart-run-all``, its confirmation dialog accepted), then checks: every code cell ran, none raised,
+no MyST markup is shown raw (``:::{``, ```` ```{ ````, ``{cite``) and exercises render as MyST exercises; in the
+chapters of ``WIDGETS`` a live ipywidgets slider is moved and the figure it draws changes. Screenshots go to
+``_build/screenshots/jupyterlab-<chapter>.png``. The student edition's starter cells print ⏳.
+
+Budget: by default only the chapters whose stored execution time (the cells' ``execution`` metadata, written
+when the chapter was last executed) is at most ``DEFAULT_BUDGET_S``; ``JUPYTERLAB_ALL=1`` runs every chapter
+(the capstone and BERT/GPT take minutes each). nbval (``make test``) executes every chapter anyway.
+Needs ``make browser-deps`` (Chromium, playwright, requirements-lab.txt).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT, SCREENSHOTS
+
+CHAPTERS = sorted(p.stem for p in (ROOT / "chapters").glob("*.ipynb"))
+DEFAULT_BUDGET_S = 30  # a chapter runs by default when its stored execution time is at most this
+RUN_ALL = os.environ.get("JUPYTERLAB_ALL") == "1"
+STUDENT_CHAPTER = "preliminaries"  # the fastest chapter, with four starter cells
+
+# Chapter -> (slider description, arrow-key presses, button): the live widget moved in that chapter.
+# Every one is an `interact_manual` view: the button draws the figure for the sliders' values.
+WIDGETS = {
+    "preliminaries": ("T", 10, "Draw"),  # temperature 1 -> 10**0.5
+    "positional_encoding": ("d_model", 25, "Draw"),  # 64 -> 264
+    "efficient_attention": ("window w", 3, "Draw"),
+    "seq2seq_bottleneck": ("length", 6, "Draw"),
+    "multihead_attention": ("head", 1, "Draw"),
+    "transformer": ("warm-up", 20, "Draw"),  # 4000 -> 6000 steps
+    "bahdanau_attention": ("sentence", 1, "Draw"),
+    "self_attention": ("head", 1, "Draw"),
+}
+
+SERVER_START_TIMEOUT_S = 90
+OPEN_TIMEOUT_MS = 120_000  # page load, kernel start
+DIALOG_TIMEOUT_MS = 30_000
+DRAW_TIMEOUT_MS = 90_000
+
+
+def stored_seconds(chapter: str) -> float:
+    """Seconds the chapter's code cells took when it was last executed (0 when no cell has timing metadata)."""
+    nb = json.loads((ROOT / "chapters" / f"{chapter}.ipynb").read_text(encoding="utf-8"))
+    total = 0.0
+    for cell in nb["cells"]:
+        ex = cell.get("metadata", {}).get("execution", {})
+        if "iopub.execute_input" in ex and "shell.execute_reply" in ex:
+            start = datetime.datetime.fromisoformat(ex["iopub.execute_input"])
+            total += (datetime.datetime.fromisoformat(ex["shell.execute_reply"]) - start).total_seconds()
+    return total
+
+
+def default_chapters() -> list[str]:
+    return [c for c in CHAPTERS if stored_seconds(c) <= DEFAULT_BUDGET_S]
+
+
+def run_all_timeout_s(chapter: str) -> float:
+    """A hard limit on one run-all: 10x the stored time (a shared machine may be that much slower), at least 5 min."""
+    return max(300.0, 10 * stored_seconds(chapter))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def jupyter_lab(root_dir: Path, work: Path) -> Iterator[tuple[str, str]]:
+    """Run ``jupyter lab`` on ``root_dir`` (its settings, workspaces, runtime files in ``work``); yield (URL, token)."""
+    settings = work / "settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True)
+    # Every cell in the page (no virtual scrolling), so that the whole notebook can be read from the DOM.
+    (settings / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}', encoding="utf-8")
+    # No "get notified about Jupyter news?" toast over the notebook (and no request for the news feed).
+    news = work / "settings" / "@jupyterlab" / "apputils-extension"
+    news.mkdir(parents=True)
+    (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}', encoding="utf-8")
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {
+        **os.environ,
+        "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
+        "JUPYTER_PREFER_ENV_PATH": "1",  # the venv's python3 kernel, not one from ~/.local
+        "PYTHONHASHSEED": "0",
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
+        "JUPYTERLAB_SETTINGS_DIR": str(work / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(work / "workspaces"),
+        "JUPYTER_RUNTIME_DIR": str(work / "runtime"),
+    }
+    args = [
+        sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root_dir}",
+        "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: run JupyterLab's commands, read its models
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.extension_manager=readonly",
+    ]  # fmt: skip
+    if os.geteuid() == 0:
+        args.append("--allow-root")
+    log_path = work / "server.log"
+    with log_path.open("w") as log:
+        server = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+            while True:
+                try:
+                    urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=5)
+                    break
+                except OSError:
+                    if server.poll() is not None:
+                        pytest.fail(f"jupyter lab exited ({server.returncode}): {log_path.read_text()[-2000:]}")
+                    if time.monotonic() > deadline:
+                        pytest.fail(f"jupyter lab did not answer within {SERVER_START_TIMEOUT_S} s")
+                    time.sleep(0.5)
+            yield base, token
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """JupyterLab on a copy of chapters/ and of one student-edition chapter (student/); yields (URL, token)."""
+    pytest.importorskip("jupyterlab", reason="JupyterLab is missing: `make browser-deps` installs requirements-lab.txt")
+    pytest.importorskip(
+        "jupyterlab_myst", reason="jupyterlab-myst is missing: `make browser-deps` installs requirements-lab.txt"
+    )
+    work = tmp_path_factory.mktemp("lab")
+    root = work / "book"
+    shutil.copytree(ROOT / "chapters", root / "chapters")
+    subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "student.py"), "--out", str(root / "student"), STUDENT_CHAPTER],
+        check=True, cwd=ROOT, timeout=300, capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    with jupyter_lab(root, work) as server:
+        yield server
+
+
+def _delete_sessions(base: str, token: str) -> None:
+    """Shut down every kernel the server runs (the next chapter gets the CPU to itself)."""
+    headers = {"Authorization": f"token {token}"}
+    with urllib.request.urlopen(urllib.request.Request(f"{base}/api/sessions", headers=headers), timeout=30) as r:
+        sessions = json.load(r)
+    for s in sessions:
+        req = urllib.request.Request(f"{base}/api/sessions/{s['id']}", headers=headers, method="DELETE")
+        urllib.request.urlopen(req, timeout=60).close()
+
+
+@pytest.fixture
+def lab_page(lab, browser):
+    """``open(path)``: a notebook of the lab server in a fresh page with the network cut off but for the server."""
+    base, token = lab
+    host = urllib.parse.urlsplit(base).netloc
+    outside: list[str] = []
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, service_workers="block")
+    page = context.new_page()
+    page.set_default_timeout(60_000)  # no Playwright call may wait longer unless it says so
+
+    def route(r):
+        url = urllib.parse.urlsplit(r.request.url)
+        if url.scheme in ("data", "blob", "about") or url.netloc == host:
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+
+    def open_notebook(path: str):
+        # ?reset: a clean workspace (no notebook of an earlier test reopened beside this one).
+        page.goto(f"{base}/lab/tree/{path}?reset&token={token}", wait_until="domcontentloaded", timeout=OPEN_TIMEOUT_MS)
+        page.wait_for_function(
+            f"() => {{ const s = ({STATE})(); return s && s.path === {json.dumps(path)} && s.status === 'idle'; }}",
+            timeout=OPEN_TIMEOUT_MS,
+            polling=500,
+        )
+        page.evaluate("() => window.jupyterapp.shell.collapseLeft()")  # the notebook full width in screenshots
+        return page
+
+    try:
+        yield open_notebook
+        assert not outside, f"JupyterLab asked the network for: {outside[:5]}"
+    finally:
+        context.close()
+        _delete_sessions(base, token)
+
+
+# The open notebook as JupyterLab's models see it: kernel status, and for each code cell its execution count,
+# errors (error outputs, and tracebacks written to stderr), stream text, tags and whether it is running now.
+STATE = """() => {
+  const app = window.jupyterapp;
+  if (!app || !app.shell) return null;
+  const panel = app.shell.currentWidget;
+  if (!panel || !panel.content || !panel.content.model || !panel.sessionContext) return null;
+  const cells = panel.content.model.cells, code = [];
+  for (let i = 0; i < cells.length; i++) {
+    const c = cells.get(i);
+    if (c.type !== 'code') continue;
+    const outputs = c.outputs.toJSON();
+    const errors = outputs.filter(o => o.output_type === 'error').map(o => `${o.ename}: ${o.evalue}`)
+      .concat(outputs.filter(o => o.output_type === 'stream' && o.name === 'stderr'
+                              && [].concat(o.text).join('').includes('Traceback'))
+                     .map(o => [].concat(o.text).join('').slice(-300)));
+    const stream = outputs.filter(o => o.output_type === 'stream').map(o => [].concat(o.text).join('')).join('');
+    code.push({index: i, n: c.executionCount, errors, stream, tags: c.getMetadata('tags') || [],
+               running: c.executionState === 'running'});
+  }
+  const prompts = Array.from(panel.node.querySelectorAll('.jp-InputPrompt')).map(e => e.textContent);
+  const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
+  return {path: panel.context.path, status: kernel ? kernel.status : 'none', code,
+          busyPrompts: prompts.filter(t => t.includes('*')).length};
+}"""
+
+# Finished: the kernel is idle, no cell is queued or running, and every code cell ran or one raised
+# (JupyterLab stops a run-all at the first error).
+DONE = f"""() => {{
+  const s = ({STATE})();
+  if (!s || s.status !== 'idle' || s.busyPrompts || s.code.some(c => c.running)) return false;
+  return s.code.every(c => c.n !== null) || s.code.some(c => c.errors.length > 0);
+}}"""
+
+
+def restart_and_run_all(page, timeout_s: float) -> tuple[float, dict]:
+    """Clear the outputs, restart the kernel and run every cell (JupyterLab's commands); return (seconds, state)."""
+    # Not awaited (no `return`): the command's promise resolves only after the dialog is answered.
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs'); }")
+    page.wait_for_function(f"() => ({STATE})().code.every(c => c.n === null)", timeout=30_000)
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:restart-run-all'); }")
+    dialog = page.locator(".jp-Dialog")
+    dialog.locator("button.jp-mod-accept", has_text="Restart").click(timeout=DIALOG_TIMEOUT_MS)
+    start = time.monotonic()
+    dialog.wait_for(state="detached", timeout=DIALOG_TIMEOUT_MS)
+    try:
+        page.wait_for_function(DONE, timeout=timeout_s * 1000, polling=500)
+    except Exception as err:  # playwright's TimeoutError: say how far the run got
+        state = page.evaluate(STATE) or {"status": "unknown", "code": []}
+        ran = sum(c["n"] is not None for c in state["code"])
+        running = [c["index"] for c in state["code"] if c["running"]]
+        pytest.fail(
+            f"run-all not finished after {timeout_s:.0f} s: {ran} of {len(state['code'])} code cells ran, "
+            f"running now: cell {running}, kernel {state['status']} ({type(err).__name__})"
+        )
+    return time.monotonic() - start, page.evaluate(STATE)
+
+
+def assert_ran_cleanly(name: str, state: dict) -> None:
+    errors = [f"cell {c['index']}: {e}" for c in state["code"] for e in c["errors"]]
+    assert not errors, f"{name}: cells raised in JupyterLab: {errors[:5]}"
+    not_run = [c["index"] for c in state["code"] if c["n"] is None]
+    assert not not_run, f"{name}: code cells did not run: {not_run[:10]}"
+
+
+def assert_myst_rendered(page, name: str) -> None:
+    """jupyterlab-myst rendered every markdown cell: no directive or role as text, exercises as exercises."""
+    texts = page.evaluate("() => Array.from(document.querySelectorAll('.jp-MarkdownCell .myst')).map(e => e.innerText)")
+    assert texts, f"{name}: no rendered markdown cell found"
+    raw = [t[:120] for t in texts if ":::{" in t or "```{" in t or "{cite" in t or "{ref}" in t]
+    assert not raw, f"{name}: MyST markup shown raw in JupyterLab: {raw[:3]}"
+    counts = page.evaluate(
+        "() => ({exercises: document.querySelectorAll('.jp-MarkdownCell .myst-exercise').length,"
+        " admonitions: document.querySelectorAll('.jp-MarkdownCell [class*=myst-admonition]').length,"
+        " maths: document.querySelectorAll('.jp-MarkdownCell .myst .katex').length})"
+    )
+    print(f"{name}: rendered by jupyterlab-myst: {counts}")
+    assert counts["exercises"] > 0, f"{name}: no exercise rendered by jupyterlab-myst (.myst-exercise)"
+    # Solutions are folded: a <details> exercise block (MyST `:class: dropdown`), closed.
+    page.locator(".jp-MarkdownCell .myst-exercise").first.scroll_into_view_if_needed()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"jupyterlab-{name}-exercises.png"))
+
+
+def move_widget(page, name: str, description: str, presses: int, button: str) -> None:
+    """Draw the live view, move its slider by ``presses`` steps, draw again: the figure must change."""
+    slider = page.locator(".widget-slider", has=page.locator(f".widget-label:text-is('{description}')")).first
+    cell = page.locator(".jp-CodeCell", has=slider).first
+    cell.scroll_into_view_if_needed()
+    draw = cell.locator("button", has_text=button).first
+    draw.click()
+    figure = cell.locator(".jp-OutputArea-output img").first
+    figure.wait_for(timeout=DRAW_TIMEOUT_MS)
+    before = figure.get_attribute("src")
+    readout = slider.locator(".widget-readout")
+    value = readout.inner_text()
+    slider.locator(".noUi-handle").first.focus()
+    for _ in range(presses):
+        page.keyboard.press("ArrowRight")
+    moved = readout.inner_text()
+    assert moved != value, f"{name}: the {description} slider did not move ({value!r})"
+    draw.click()
+    page.wait_for_function(
+        "([cell, old]) => { const img = cell.querySelector('.jp-OutputArea-output img');"
+        " return img && img.src !== old && img.complete && img.naturalWidth > 0; }",
+        arg=[cell.element_handle(), before],
+        timeout=DRAW_TIMEOUT_MS,
+    )
+    page.wait_for_function(DONE, timeout=DRAW_TIMEOUT_MS, polling=500)  # every figure of the view drawn
+    # The widget at the top of the screenshot, its figure below it.
+    cell.locator(".jp-OutputArea").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    print(f"{name}: {description} {value} -> {moved}, figure redrawn")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_chapter_runs_in_jupyterlab(lab_page, chapter):
+    if not RUN_ALL and chapter not in default_chapters():
+        pytest.skip(
+            f"{chapter} took {stored_seconds(chapter):.0f} s when last executed (over {DEFAULT_BUDGET_S} s): "
+            "set JUPYTERLAB_ALL=1 to run it"
+        )
+    page = lab_page(f"chapters/{chapter}.ipynb")
+    seconds, state = restart_and_run_all(page, run_all_timeout_s(chapter))
+    print(f"\n{chapter}: restart and run all in JupyterLab: {seconds:.1f} s ({len(state['code'])} code cells)")
+    assert_ran_cleanly(chapter, state)
+    assert_myst_rendered(page, chapter)
+    if chapter in WIDGETS:
+        move_widget(page, chapter, *WIDGETS[chapter])
+    page.screenshot(path=str(SCREENSHOTS / f"jupyterlab-{chapter}.png"))
+
+
+def test_at_least_three_default_chapters_move_a_widget():
+    moved = [c for c in default_chapters() if c in WIDGETS]
+    assert len(moved) >= 3, f"only {moved} of the chapters run by default have a live widget to move"
+
+
+def test_student_edition_starters_print_not_solved_yet(lab_page):
+    page = lab_page(f"student/{STUDENT_CHAPTER}.ipynb")
+    seconds, state = restart_and_run_all(page, run_all_timeout_s(STUDENT_CHAPTER))
+    print(f"\nstudent/{STUDENT_CHAPTER}: restart and run all in JupyterLab: {seconds:.1f} s")
+    assert_ran_cleanly(f"student/{STUDENT_CHAPTER}", state)
+    starters = [c for c in state["code"] if "exercise-starter" in c["tags"]]
+    assert starters, "the student edition has no starter cell (tag exercise-starter)"
+    silent = [c["index"] for c in starters if "⏳" not in c["stream"]]
+    assert not silent, f"starter cells that do not print ⏳: {silent}"
+    first = page.locator(".jp-CodeCell", has=page.locator(".jp-OutputArea-output", has_text="⏳")).first
+    first.scroll_into_view_if_needed()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"jupyterlab-student-{STUDENT_CHAPTER}.png"))
