@@ -11,11 +11,19 @@ Loaded by ``_config.yml`` (``sphinx.local_extensions``). Found with the browser 
 2. Duplicate scripts: sphinx-thebe adds its inline configuration script (``const THEBE_JS_URL = ...``)
    twice under Jupyter Book, and the second copy throws "Identifier 'THEBE_JS_URL' has already been
    declared". We drop exact duplicates from each page's script and stylesheet lists, keeping the first.
+
+It also puts the book's own JavaScript into the site: ``tools/explorer/*.js`` (the attention explorer and the
+live translator) into ``_static/explorer/``, and the ONNX export of the shipped model, which ``make book`` writes
+into ``_build/live/`` (``python -m lib.export``), into ``_static/live/``. Only the pages that use them load them
+(``chapters/translate_live.md`` imports ``_static/explorer/live.js`` from its own script). A build without the
+export warns, and so fails under ``-W``, naming the command that makes it.
 """
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import sphinxcontrib.bibtex.plugin
@@ -76,6 +84,46 @@ def _dedupe_assets(context: dict) -> None:
         context[name] = unique
 
 
+EXPLORER_SOURCE = Path("tools") / "explorer"  # relative to the book's root (Sphinx's source folder)
+LIVE_EXPORT = Path("_build") / "live"  # where `make book` runs `python -m lib.export --out`
+LIVE_FILES = ("manifest.json", "encoder.onnx", "decoder.onnx", "weights.bin", "tokenizer.json")
+LIVE_COMMAND = "python -m lib.export --run models/de-en --out _build/live --dtype fp16"
+
+
+def _check_live_export(app: Any) -> None:
+    """Warn (an error under -W) when the live translation page is built without the ONNX export."""
+    if app.builder.format != "html":
+        return
+    missing = [name for name in LIVE_FILES if not (Path(app.srcdir) / LIVE_EXPORT / name).is_file()]
+    if missing:
+        from sphinx.util import logging
+
+        logging.getLogger(__name__).warning(
+            f"book_site: the live translation page needs the ONNX export of the shipped model, but "
+            f"{LIVE_EXPORT}/ lacks {', '.join(missing)}: run `make book` (or `{LIVE_COMMAND}`)"
+        )
+
+
+def _copy_scripts(app: Any, exception: Exception | None) -> None:
+    """Copy the explorer's modules and the model export into the built site's ``_static/``."""
+    if exception is not None or app.builder.format != "html":
+        return
+    root, static = Path(app.srcdir), Path(app.outdir) / "_static"
+    target = static / "explorer"
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    for script in sorted((root / EXPLORER_SOURCE).glob("*.js")):
+        shutil.copy2(script, target / script.name)
+    live = static / "live"
+    shutil.rmtree(live, ignore_errors=True)
+    if all((root / LIVE_EXPORT / name).is_file() for name in LIVE_FILES):
+        live.mkdir(parents=True)
+        for name in LIVE_FILES:
+            shutil.copy2(root / LIVE_EXPORT / name, live / name)
+
+
 def setup(app: Any) -> dict:
     app.connect("html-page-context", _page_context, priority=900)  # after the extensions that add assets
+    app.connect("builder-inited", _check_live_export)
+    app.connect("build-finished", _copy_scripts)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
