@@ -91,7 +91,8 @@ export function selectMap(sentence, kind, layer, head) {
  * @param {HTMLElement} root  the element that holds the explorer.
  * @param {object} data  { decimals, sentences: [...] } as described at the top of this file.
  * @param {object} [options]  { kind, layer, head, sentence }: the first view (default: cross or the first kind
- *   present, the last layer, the mean of the heads, sentence 0).
+ *   present, the last layer, the mean of the heads, sentence 0); caption: false hides the line
+ *   "source → translation" above the map (for a page that shows the translation already).
  * @returns {{ setData(data, options?): void, select(choice): void, state: object, destroy(): void }}
  */
 export function mount(root, data, options = {}) {
@@ -169,7 +170,7 @@ export function mount(root, data, options = {}) {
     const map = selectMap(s, state.kind, state.layer, state.head);
     const max = Math.max(1e-9, ...map.flat());
     caption.textContent = s.translation !== undefined ? `${s.source} → ${s.translation}` : (s.source ?? "");
-    caption.hidden = !caption.textContent;
+    caption.hidden = !caption.textContent || options.caption === false;
 
     const cell = Math.max(12, Math.min(30, Math.floor(560 / Math.max(rows.length, cols.length))));
     const charW = 7.2;
@@ -311,7 +312,7 @@ export function mount(root, data, options = {}) {
     if (!current) return;
     current.rowLabels.concat(current.colLabels).forEach((t) => t.classList.remove("attn-active"));
     for (const b of [current.rowBand, current.colBand, current.cursor]) b.setAttribute("visibility", "hidden");
-    readout.textContent = "Point at a cell to see its query token, key token and weight (or focus the map and use the arrow keys).";
+    readout.textContent = "Point at a cell or a token (or focus the map and use the arrow keys).";
     Object.assign(readout.dataset, { row: "", col: "", weight: "", query: "", key: "" });
   }
 
@@ -355,7 +356,8 @@ export function mount(root, data, options = {}) {
 
   function setData(next, choice = {}) {
     data = next;
-    Object.assign(state, { sentence: 0, kind: "cross", layer: Infinity, head: "mean", cursor: null }, choice);
+    const { caption: _, ...view } = choice;
+    Object.assign(state, { sentence: 0, kind: "cross", layer: Infinity, head: "mean", cursor: null }, view);
     draw();
   }
   setData(data, options);
