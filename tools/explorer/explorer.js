@@ -32,11 +32,11 @@ const BLUES = [
 const CSS = `
 .attn-explorer { font: 14px/1.4 system-ui, sans-serif; margin: 1em 0; }
 .attn-explorer .attn-controls { display: flex; flex-wrap: wrap; gap: .5em 1.2em; align-items: center; }
-.attn-explorer label { display: inline-flex; gap: .4em; align-items: center; }
-.attn-explorer select { font: inherit; padding: .15em .3em; max-width: 28em; }
+.attn-explorer label { display: inline-flex; gap: .4em; align-items: center; max-width: 100%; }
+.attn-explorer select { font: inherit; padding: .15em .3em; max-width: 28em; min-width: 0; flex: 0 1 auto; }
 .attn-explorer select:focus-visible, .attn-explorer svg:focus-visible { outline: 3px solid #f59e0b; outline-offset: 2px; }
 .attn-explorer .attn-readout { min-height: 1.5em; margin: .5em 0; font-variant-numeric: tabular-nums; }
-.attn-explorer .attn-figure { overflow-x: auto; }
+.attn-explorer .attn-figure { overflow-x: auto; contain: inline-size; } /* a wide map scrolls, not the page */
 .attn-explorer svg { display: block; }
 .attn-explorer text { fill: currentColor; font-size: 12px; cursor: default; }
 .attn-explorer text.attn-active { font-weight: 700; fill: #b45309; }
