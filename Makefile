@@ -57,7 +57,7 @@ DETERMINISTIC_ENV := PYTHONHASHSEED=0 CUBLAS_WORKSPACE_CONFIG=:4096:8 JUPYTER_PR
 
 NOTEBOOKS = $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: book execute test lint env clean cjk-font vendor browser-deps test-browser student test-student lab portable
+.PHONY: book execute test lint env clean cjk-font vendor live browser-deps test-browser student test-student lab portable
 
 env: $(STAMP)
 
@@ -101,12 +101,27 @@ cjk-font:
 vendor: $(STAMP)
 	@if ! command -v npm >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] \
 	    && ! $(BIN)/python tools/vendor_js.py --check >/dev/null 2>&1; then \
-	  echo "== installing npm (to fetch MathJax) =="; \
+	  echo "== installing npm (to fetch MathJax, onnxruntime-web, tokenizers) =="; \
 	  apt-get install -y -q npm >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q npm >/dev/null); \
 	fi
 	$(BIN)/python tools/vendor_js.py
 
-book: $(STAMP) vendor $(if $(filter 1 yes true,$(EXECUTE)),execute)
+# The live translation page (chapters/translate_live.md) runs the shipped model in the browser: lib.export writes
+# it as ONNX (fp16 weights, 5.5 MB) into _build/live/, which tools/sphinxext/book_site.py copies into the site.
+# Redone only when the shipped model or the exporter changed (lib.export writes manifest.json last).
+SHIPPED_MODEL := models/de-en
+LIVE_EXPORT := _build/live
+
+live: $(LIVE_EXPORT)/manifest.json
+
+$(LIVE_EXPORT)/manifest.json: $(wildcard $(SHIPPED_MODEL)/*) lib/export.py | $(STAMP)
+	@echo "== exporting $(SHIPPED_MODEL) to ONNX for the live translation page (lib.export, fp16) =="
+	@$(BIN)/python -m lib.export --run $(SHIPPED_MODEL) --out $(LIVE_EXPORT) --dtype fp16 || { \
+	  echo "ERROR: could not export $(SHIPPED_MODEL) for the live translation page (the message above says why;"; \
+	  echo "a missing onnx, onnxscript or onnxruntime is installed by 'pip install -r requirements.txt')."; \
+	  exit 1; }
+
+book: $(STAMP) vendor live $(if $(filter 1 yes true,$(EXECUTE)),execute)
 	$(BIN)/python tools/portable.py
 	@start=$$SECONDS; \
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS); \

@@ -8,6 +8,14 @@ sha512 recorded below, and copies only the files the site loads into ``_vendor/`
 package's 24 MB). ``_config.yml`` points Sphinx at them (``html_static_path: [_vendor]``,
 ``mathjax_path``), so ``jupyter-book build`` copies them into ``_build/html/_static/``.
 
+One page, the live translation page (``chapters/translate_live.md``), also loads two more packages, and
+only that page loads them (its own script imports them when it opens):
+
+- ``onnxruntime-web`` runs the exported model (``lib.export``): only its WebAssembly build, as one ES
+  module that carries its loader (``ort.wasm.bundle.min.mjs``, 73 kB) and the one ``.wasm`` file it
+  fetches (14 MB, the CPU kernels; 3.4 MB when a server compresses it), of the package's 33 MB.
+- ``@huggingface/tokenizers`` reads the model's ``tokenizer.json`` (one 37 kB ES module).
+
 The ipywidgets manager (require.js + ``@jupyter-widgets/html-manager``) is not vendored: no page
 embeds a widget view. The live widgets are for notebook readers (their outputs are removed from the
 site), and the site's interactive figures are :func:`lib.plots.figure_slider` frames, which need no
@@ -57,6 +65,24 @@ PACKAGES = [
         ],
         "dest": "mathjax",
     },
+    {
+        "name": "onnxruntime-web",
+        "version": "1.30.0",
+        "integrity": "sha512-q0y+JrrtukXSzsBWEMccVfqX25LRmosXHF+CaRJmg8pZClzcV7svNc4rKY3jL02Vb7QmRMDs1SigqR4CXAfKYQ==",
+        "files": [
+            "package.json",  # its licence (MIT) is stated here; the package ships no LICENSE file
+            "dist/ort.wasm.bundle.min.mjs",  # the WebAssembly backend only, with its loader bundled in
+            "dist/ort-wasm-simd-threaded.wasm",  # the kernels it fetches (runs single-threaded without isolation)
+        ],
+        "dest": "onnxruntime-web",
+    },
+    {
+        "name": "@huggingface/tokenizers",
+        "version": "0.2.0",
+        "integrity": "sha512-LidMHe1FpcSYH4vcSjXooda34pC0M8m1gmDOv7SQi6Iv+ib1zX7J3sHBCC9/3FPCkn2k1b55FneVqMRxrr99pg==",
+        "files": ["LICENSE", "dist/tokenizers.min.mjs"],
+        "dest": "tokenizers",
+    },
 ]
 STAMP = OUT / ".vendored.json"
 
@@ -79,8 +105,9 @@ def fetch(pkg: dict) -> Path:
         npm = shutil.which("npm")
         if npm is None:
             sys.exit(
-                "tools/vendor_js.py: `npm` not found. The offline website needs MathJax from the npm "
-                "registry: install Node.js and npm (Debian/Ubuntu: apt-get install npm), then re-run."
+                "tools/vendor_js.py: `npm` not found. The offline website needs MathJax, onnxruntime-web and "
+                "@huggingface/tokenizers from the npm registry: install Node.js and npm (Debian/Ubuntu: "
+                "apt-get install npm), then re-run."
             )
         spec = f"{pkg['name']}@{pkg['version']}"
         print(f"fetching {spec} with npm pack")
@@ -158,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         files = extract(pkg, fetch(pkg))
         copied += [f"{pkg['dest']}/{f}" for f in files]
         size = sum((OUT / pkg["dest"] / f).stat().st_size for f in files)
-        print(f"{pkg['name']}@{pkg['version']}: {len(files)} files, {size / 1e6:.1f} MB in _vendor/{pkg['dest']}/")
+        print(f"{pkg['name']}@{pkg['version']}: {len(files)} files, {size / 1e6:.2f} MB in _vendor/{pkg['dest']}/")
     STAMP.write_text(json.dumps({"packages": wanted_stamp(), "copied": copied}, indent=1) + "\n")
     return 0
 

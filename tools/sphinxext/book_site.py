@@ -18,6 +18,26 @@ Loaded by ``_config.yml`` (``sphinx.local_extensions``). Found with the browser 
 2. Duplicate scripts: sphinx-thebe adds its inline configuration script (``const THEBE_JS_URL = ...``)
    twice under Jupyter Book, and the second copy throws "Identifier 'THEBE_JS_URL' has already been
    declared". We drop exact duplicates from each page's script and stylesheet lists, keeping the first.
+
+It also puts the book's own JavaScript into the site: ``tools/explorer/*.js`` (the attention explorer and the
+live translator) into ``_static/explorer/``, and the ONNX export of the shipped model, which ``make book`` writes
+into ``_build/live/`` (``python -m lib.export``), into ``_static/live/``. Only the pages that use them load them
+(``chapters/translate_live.md`` imports ``_static/explorer/live.js`` from its own script). A build without the
+export warns, and so fails under ``-W``, naming the command that makes it.
+
+Finally it defines the ``attention-explorer`` directive, which embeds the attention explorer with its data in a
+page, in a Markdown page or a notebook's Markdown cell alike::
+
+    ```{attention-explorer}
+    :run: models/de-en
+    :decimals: 3
+    Ein Hund läuft über die Wiese.
+    Zwei Männer spielen Fußball.
+    ```
+
+At build time it translates the sentences (one per line) with the run (default: the shipped model) and embeds
+what :func:`lib.explorer.explorer_data` returns as JSON, with the explorer's module inline (once per page), so
+the explorer also works when the page is opened from a file.
 """
 
 from __future__ import annotations
@@ -27,9 +47,12 @@ import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import sphinxcontrib.bibtex.plugin
+from docutils import nodes
+from docutils.parsers.rst import directives
+from sphinx.util.docutils import SphinxDirective
 from sphinxcontrib.bibtex.style.referencing import BracketStyle
 from sphinxcontrib.bibtex.style.referencing.author_year import AuthorYearReferenceStyle
 
@@ -138,8 +161,88 @@ def _portable_buttons(app: Any, pagename: str, context: dict) -> None:
                 button["url"] = url[: -len(source)] + f"{PORTABLE}/{name}.ipynb"
 
 
+EXPLORER_SOURCE = Path("tools") / "explorer"  # relative to the book's root (Sphinx's source folder)
+LIVE_EXPORT = Path("_build") / "live"  # where `make book` runs `python -m lib.export --out`
+LIVE_FILES = ("manifest.json", "encoder.onnx", "decoder.onnx", "weights.bin", "tokenizer.json")
+LIVE_COMMAND = "python -m lib.export --run models/de-en --out _build/live --dtype fp16"
+
+
+def _check_live_export(app: Any) -> None:
+    """Warn (an error under -W) when the live translation page is built without the ONNX export."""
+    if app.builder.format != "html":
+        return
+    missing = [name for name in LIVE_FILES if not (Path(app.srcdir) / LIVE_EXPORT / name).is_file()]
+    if missing:
+        from sphinx.util import logging
+
+        logging.getLogger(__name__).warning(
+            f"book_site: the live translation page needs the ONNX export of the shipped model, but "
+            f"{LIVE_EXPORT}/ lacks {', '.join(missing)}: run `make book` (or `{LIVE_COMMAND}`)"
+        )
+
+
+def _copy_scripts(app: Any, exception: Exception | None) -> None:
+    """Copy the explorer's modules and the model export into the built site's ``_static/``."""
+    if exception is not None or app.builder.format != "html":
+        return
+    root, static = Path(app.srcdir), Path(app.outdir) / "_static"
+    target = static / "explorer"
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    for script in sorted((root / EXPLORER_SOURCE).glob("*.js")):
+        shutil.copy2(script, target / script.name)
+    live = static / "live"
+    shutil.rmtree(live, ignore_errors=True)
+    if all((root / LIVE_EXPORT / name).is_file() for name in LIVE_FILES):
+        live.mkdir(parents=True)
+        for name in LIVE_FILES:
+            shutil.copy2(root / LIVE_EXPORT / name, live / name)
+
+
+class AttentionExplorer(SphinxDirective):
+    """``{attention-explorer}``: every attention map of the model's translations of the given sentences."""
+
+    has_content = True
+    option_spec: ClassVar[dict] = {"run": directives.unchanged, "decimals": directives.positive_int}
+
+    def run(self) -> list:
+        from lib.checkpoint import SHIPPED_MODEL, load_run
+        from lib.explorer import explorer_data, explorer_json
+
+        sentences = [line.strip() for line in self.content if line.strip()]
+        if not sentences:
+            raise self.error("attention-explorer: give one source sentence per line as the directive's content")
+        run_dir = Path(self.env.srcdir) / self.options.get("run", str(SHIPPED_MODEL))
+        for name in ("model.pt", "config.json", "tokenizer.json"):
+            self.env.note_dependency(str(run_dir / name))  # rebuild the page when the model changes
+        script = Path(self.env.srcdir) / EXPLORER_SOURCE / "explorer.js"
+        self.env.note_dependency(str(script))
+        try:
+            run = load_run(run_dir)
+            data = explorer_data(run.model, run.tokenizer, sentences, decimals=self.options.get("decimals", 3))
+        except (FileNotFoundError, ValueError, TypeError) as err:
+            raise self.error(f"attention-explorer: {err}") from None
+        count = self.env.temp_data.get("attention_explorers", 0)
+        self.env.temp_data["attention_explorers"] = count + 1
+        ident = f"attention-explorer-{count}"
+        html = (
+            f'<div class="attention-explorer-embed" data-attention-explorer="{ident}-data" id="{ident}"></div>\n'
+            f'<script type="application/json" id="{ident}-data">{explorer_json(data)}</script>\n'
+        )
+        if count == 0:  # the module once per page, inline: module scripts from file:// URLs are blocked
+            code = script.read_text(encoding="utf-8")
+            html += f'<script type="module">\n{code}\nmountAll(document);\n</script>\n'
+        return [nodes.raw("", html, format="html")]
+
+
 def setup(app: Any) -> dict:
+    # The directive imports lib: the one beside this _config.yml, even where another checkout is installed.
+    if str(app.srcdir) not in sys.path:
+        sys.path.insert(0, str(app.srcdir))
+    app.add_directive("attention-explorer", AttentionExplorer)
     app.connect("html-page-context", _page_context, priority=900)  # after the extensions that add assets
     app.connect("builder-inited", _check_portable)
     app.connect("build-finished", _copy_portable)
+    app.connect("builder-inited", _check_live_export)
+    app.connect("build-finished", _copy_scripts)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

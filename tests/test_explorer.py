@@ -1,0 +1,112 @@
+"""lib.explorer: the attention explorer's JSON holds exactly the model's maps, rounded, with the right axes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from lib.checkpoint import SHIPPED_MODEL, load_run
+from lib.explorer import EXPLORER_FORMAT, explorer_data, explorer_json
+from lib.translate import translate, translation_attention
+
+SENTENCES = ["Ein Hund läuft über die Wiese.", "Zwei Männer spielen Fußball </s> im Park."]
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return load_run(SHIPPED_MODEL)
+
+
+@pytest.fixture(scope="module")
+def data(shipped):
+    return explorer_data(shipped.model, shipped.tokenizer, SENTENCES)
+
+
+def test_every_map_of_the_transformer_is_there_with_its_axes(shipped, data):
+    c = shipped.model.config
+    assert data["format"] == EXPLORER_FORMAT and data["decimals"] == 3
+    assert [s["translation"] for s in data["sentences"]] == translate(shipped.model, shipped.tokenizer, SENTENCES)
+    for s in data["sentences"]:
+        src, tgt, tgt_in = s["src_tokens"], s["tgt_tokens"], s["tgt_input_tokens"]
+        assert src[-1] == "</s>" and tgt[-1] == "</s>" and tgt_in[0] == "<s>" and tgt_in[1:] == tgt[:-1]
+        shapes = {"encoder": (len(src), len(src)), "decoder": (len(tgt), len(tgt_in)), "cross": (len(tgt), len(src))}
+        layers = {"encoder": c.num_encoder_layers, "decoder": c.num_decoder_layers, "cross": c.num_decoder_layers}
+        assert set(s["maps"]) == set(shapes)
+        for kind, maps in s["maps"].items():
+            assert len(maps) == layers[kind]
+            for layer in maps:
+                assert len(layer) == c.num_heads
+                for head in layer:
+                    assert (len(head), len(head[0])) == shapes[kind]
+
+
+def test_weights_are_the_models_rounded_and_rows_sum_to_one(shipped, data):
+    for source, s in zip(SENTENCES, data["sentences"]):
+        t = translation_attention(shipped.model, shipped.tokenizer, source)
+        for kind in ("encoder", "decoder", "cross"):
+            for layer, got in enumerate(s["maps"][kind]):
+                want = getattr(t.weights, kind)[layer][0]  # (heads, seq_q, seq_k)
+                got = torch.tensor(got, dtype=torch.float64)
+                assert torch.all((got - want.double()).abs() <= 0.5e-3 + 1e-9)
+                n_keys = got.shape[-1]
+                assert torch.allclose(got.sum(-1), torch.ones(got.shape[:-1], dtype=torch.float64), atol=n_keys * 5e-4)
+    # the decoder is causal: row t attends to input positions 0..t only
+    for head in data["sentences"][0]["maps"]["decoder"][0]:
+        assert all(w == 0 for t, row in enumerate(head) for w in row[t + 1 :])
+
+
+def test_a_literal_end_token_in_the_source_is_text(data):
+    """</s> typed in a sentence is read as text, as lib.translate reads it: only the last source token is </s>."""
+    assert data["sentences"][1]["src_tokens"].count("</s>") == 1
+
+
+def test_forced_translations_and_decimals(shipped):
+    data = explorer_data(shipped.model, shipped.tokenizer, SENTENCES[:1], ["A dog runs."], decimals=1)
+    s = data["sentences"][0]
+    assert s["translation"] == "A dog runs." and s["tgt_tokens"][-1] == "</s>"
+    values = [w for layer in s["maps"]["cross"] for head in layer for row in head for w in row]
+    assert all(round(w, 1) == w for w in values)
+
+
+def test_recurrent_model_has_only_cross_attention():
+    run = load_run("models/de-en-rnn-attention")
+    data = explorer_data(run.model, run.tokenizer, ["Ein Mann schläft."])
+    maps = data["sentences"][0]["maps"]
+    assert list(maps) == ["cross"] and len(maps["cross"]) == 1 and len(maps["cross"][0]) == 1
+
+
+def test_json_is_compact_and_cannot_close_a_script_element(data):
+    text = explorer_json(data)
+    assert "<" not in text and "\\u003c/s>" in text  # a token </s> is written \u003c/s>
+    assert '": ' not in text and '", "' not in text  # no spaces after separators
+    assert json.loads(text) == data
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"sentences": "Ein Hund."}, ValueError, "single str"),
+        ({"sentences": []}, ValueError, "at least one"),
+        ({"sentences": ["  "]}, ValueError, r"sentences\[0\] is blank"),
+        ({"sentences": [3]}, TypeError, r"sentences\[0\] must be a str"),
+        ({"sentences": ["a"], "translations": ["x", "y"]}, ValueError, "one entry per sentence"),
+        ({"sentences": ["a"], "decimals": 0}, ValueError, "decimals"),
+        ({"sentences": ["a"], "decimals": 2.0}, TypeError, "decimals"),
+    ],
+)
+def test_bad_arguments_are_named(shipped, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        explorer_data(shipped.model, shipped.tokenizer, **kwargs)
+
+
+def test_fixed_vector_model_has_nothing_to_show():
+    run = load_run("models/de-en-rnn-fixed")
+    with pytest.raises(ValueError, match="no attention"):
+        explorer_data(run.model, run.tokenizer, ["Ein Mann schläft."])
+
+
+def test_explorer_json_rejects_a_non_dict():
+    with pytest.raises(TypeError, match="dict"):
+        explorer_json([1])
