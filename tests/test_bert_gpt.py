@@ -320,3 +320,11 @@ def test_sentence_batches_reshuffle_every_epoch_and_drop_the_last_incomplete_bat
         sentence_batches([1, 2], 3)
     with pytest.raises(ValueError, match="batch_size"):
         sentence_batches([1, 2], 0)
+
+
+def test_gpt2_largest_model_has_the_released_checkpoints_parameter_count():
+    # GPT-2's largest model (Radford et al. 2019, Table 2: 48 layers, d_model 1600) was released as "1558M":
+    # 1,557,611,200 parameters with the output layer tied to W_e. Built on `meta`, it takes no memory.
+    with torch.device("meta"):
+        gpt2 = GPT(GPTConfig(50257, d_model=1600, num_heads=25, num_layers=48, d_ff=6400, max_len=1024))
+    assert gpt2.num_parameters() == 1_557_611_200

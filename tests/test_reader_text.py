@@ -25,7 +25,7 @@ MARKDOWN_PAGES = sorted(CHAPTERS.glob("*.md"))
 SOURCES = sorted((ROOT / "lib" / "exercises").glob("*.py")) + [ROOT / "tools" / "student.py"]
 
 # "seed 001", "Seed 000's", "seeds 000 and 004", "seed001", "seed_002", a path ".../seeds/", "seed document(s)"
-FILE_NAME = re.compile(r"seeds?[ _-]?0\d\d|seeds/|seed documents?", re.IGNORECASE)
+FILE_NAME = re.compile(r"seeds?[\s_-]?0\d\d|seeds/|seed documents?", re.IGNORECASE)
 BINARY = ("image/png", "image/jpeg", "image/gif", "application/pdf")
 
 
