@@ -6,6 +6,11 @@ trained on it once (:func:`reversal_experiment`), scored by length (:func:`accur
 disk, so that the Bahdanau chapter reuses the same run. This module sits above the models, the training loop
 and decoding, which it drives; the models know nothing of it.
 
+The modern-Transformer chapter's trainings live here too: the same small translation model with four kinds of
+positions, trained on short sentences and scored on long ones (:func:`extrapolation_run`), and the tiny GPT against
+a modern decoder of the same size (:func:`language_model_run`). ``bench/modern_transformer.py`` runs them once and
+keeps their results in ``models/modern/results.json`` (:func:`load_modern_results`).
+
 Source: the reversal task as a probe of memory, Sutskever et al. (2014), §3.3 (reversing the source);
 accuracy against length, Cho et al. (2014b) and Bahdanau et al. (2015), Fig. 2.
 """
