@@ -6,6 +6,11 @@ trained on it once (:func:`reversal_experiment`), scored by length (:func:`accur
 disk, so that the Bahdanau chapter reuses the same run. This module sits above the models, the training loop
 and decoding, which it drives; the models know nothing of it.
 
+The modern-Transformer chapter's trainings live here too: the same small translation model with four kinds of
+positions, trained on short sentences and scored on long ones (:func:`extrapolation_run`), and the tiny GPT against
+a modern decoder of the same size (:func:`language_model_run`). ``bench/modern_transformer.py`` runs them once and
+keeps their results in ``models/modern/results.json`` (:func:`load_modern_results`).
+
 Source: the reversal task as a probe of memory, Sutskever et al. (2014), §3.3 (reversing the source);
 accuracy against length, Cho et al. (2014b) and Bahdanau et al. (2015), Fig. 2.
 """
@@ -13,6 +18,7 @@ accuracy against length, Cho et al. (2014b) and Bahdanau et al. (2015), Fig. 2.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import pickle
@@ -25,12 +31,21 @@ import platformdirs
 import torch
 from torch import nn
 
-from .data import make_batches, pad_batch
+from .attention import ALiBiMultiHeadAttention, RotaryMultiHeadAttention
+from .bpe import multi30k_tokenizer
+from .data import encode_pairs, load_multi30k, make_batches, pad_batch
 from .decode import greedy_decode
-from .files import atomic_torch_save
+from .files import atomic_torch_save, atomic_write_text
+from .gpt import GPT, GPTConfig, lm_loss
+from .lm import gpt_sequences, sentence_batches
+from .metrics import bleu_by_length
+from .modern import ModernGPT, ModernGPTConfig
+from .positional import LearnedPositionalEncoding, NoPositionalEncoding
 from .seq2seq import Seq2Seq, Seq2SeqConfig
 from .special_tokens import BOS_ID, EOS_ID, PAD_ID
-from .training import TrainConfig, TrainResult, evaluate_loss, train, translation_batches
+from .training import TrainConfig, TrainResult, evaluate_loss, seq2seq_loss, train, translation_batches
+from .transformer import Transformer, TransformerConfig
+from .translate import translate
 
 __all__ = [
     "sequence_task",
@@ -38,6 +53,13 @@ __all__ = [
     "accuracy_by_length",
     "ReversalExperiment",
     "reversal_experiment",
+    "POSITION_KINDS",
+    "transformer_with_positions",
+    "extrapolation_run",
+    "language_model_run",
+    "MODERN_RESULTS",
+    "load_modern_results",
+    "save_modern_results",
 ]
 
 
@@ -308,3 +330,331 @@ def _train_reversal(model: Seq2Seq, settings: dict, progress: bool) -> tuple[Tra
     accuracy = accuracy_by_length(model, sequence_task(1000, min_len, max_len, num_symbols, seed=seed + 2))
     model.eval()
     return result, accuracy
+
+
+# --- the modern-Transformer chapter: positions that extrapolate, and a modern decoder ----------------------------
+
+POSITION_KINDS = ("sinusoidal", "learned", "rope", "alibi")
+
+# Where the chapter's trained results are kept (committed with the book; ``bench/modern_transformer.py`` writes it).
+MODERN_RESULTS = Path(__file__).resolve().parent.parent / "models" / "modern" / "results.json"
+
+_MODERN_VERSION = 1
+
+
+def transformer_with_positions(config: TransformerConfig, kind: str, seed: int = 0) -> Transformer:
+    """A :class:`lib.transformer.Transformer` whose positions are sinusoidal, learned, rotary (RoPE) or ALiBi.
+
+    The model is built from ``config`` under ``torch.manual_seed(seed)``, so every kind starts from the same
+    weights; then ``"learned"`` replaces the sinusoidal table by a learned one (``model.positional``), and
+    ``"rope"`` and ``"alibi"`` drop the table and swap every *self*-attention of the encoder and the decoder for
+    :class:`lib.attention.RotaryMultiHeadAttention` or :class:`lib.attention.ALiBiMultiHeadAttention` with the
+    same weights (cross-attention compares a target position with source positions and keeps plain attention).
+
+    Args:
+        config: the model's sizes.
+        kind: one of :data:`POSITION_KINDS`.
+        seed: seeds the initial weights.
+
+    Returns:
+        The model (train mode).
+
+    Raises:
+        TypeError: config is not a ``TransformerConfig``.
+        ValueError: an unknown kind; RoPE with an odd d_k.
+
+    Source: Vaswani et al. 2017, §3.5 (sinusoidal and learned); Su et al. 2021, Eq. (34) (RoPE); Press et al.
+    2022, §3 (ALiBi).
+    """
+    if not isinstance(config, TransformerConfig):
+        raise TypeError(f"config must be a TransformerConfig, got {type(config).__name__}")
+    if kind not in POSITION_KINDS:
+        raise ValueError(f"kind must be one of {POSITION_KINDS}, got {kind!r}")
+    torch.manual_seed(seed)
+    model = Transformer(config)
+    c = config
+    if kind == "learned":
+        model.positional = LearnedPositionalEncoding(c.d_model, c.max_len, c.dropout)
+    elif kind in ("rope", "alibi"):
+        cls = RotaryMultiHeadAttention if kind == "rope" else ALiBiMultiHeadAttention
+        model.positional = NoPositionalEncoding(c.d_model, c.max_len, c.dropout)
+        for layer in [*model.encoder.layers, *model.decoder.layers]:
+            swapped = cls(c.d_model, c.num_heads, c.attention_dropout, fused=c.fused_attention)
+            swapped.load_state_dict(layer.self_attn.state_dict())
+            layer.self_attn = swapped
+    return model.train()
+
+
+def _one_thread() -> int:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one thread: the same numbers on any core count (and fastest at these sizes)
+    return threads
+
+
+def _recording(loss_fn, losses: list[float]):
+    def record(model: nn.Module, batch):
+        loss = loss_fn(model, batch)
+        losses.append(round(loss.item(), 6))
+        return loss
+
+    return record
+
+
+def _length(pair: tuple[list[int], list[int]]) -> int:
+    return max(len(pair[0]), len(pair[1]))
+
+
+def extrapolation_run(
+    kind: str,
+    steps: int = 300,
+    short: int = 16,
+    edges: tuple[int, ...] = (1, 13, 17, 21, 25, 29),
+    max_tokens: int = 1000,
+    seed: int = 0,
+    measure: bool = True,
+    progress: bool = False,
+) -> dict:
+    """Train a small German→English Transformer on the short Multi30k pairs only, then score it by length.
+
+    The model: ``TransformerConfig.multi30k`` with 2 + 2 layers, d_model 64 and d_ff 256 (4 heads, pre-LN,
+    dropout 0.1, 64 positions), positions as ``kind`` (:func:`transformer_with_positions`). It trains on the
+    training pairs whose source and target both have at most ``short`` sub-words (64 % of them) for ``steps``
+    steps of ``lib.training.train`` (batches of ``max_tokens`` tokens, peak learning rate 2·10⁻³ after 100
+    warm-up steps, label smoothing 0.1), on one CPU thread, so the same arguments give the same numbers on the
+    same kind of machine. It is then scored on the validation and 2016 test pairs (2,014, of every length),
+    bucketed by the longer side's length: cross-entropy per target token (teacher forcing, no smoothing) and
+    the corpus BLEU of greedy translations.
+
+    Args:
+        kind: one of :data:`POSITION_KINDS`.
+        steps: optimiser steps.
+        short: the longest pair trained on, in sub-words (the longer of source and target).
+        edges: bucket starts for the scores (as ``lib.metrics.bleu_by_length``); the last bucket is open.
+        max_tokens: tokens per training batch.
+        seed: seeds the weights, the batch order and dropout.
+        measure: score the trained model by length (False: train only, for a quick reproduction of the
+            first steps).
+        progress: show the training progress bar.
+
+    Returns:
+        A JSON-ready dict: ``kind``; ``settings`` (the arguments); ``parameters``; ``step_losses`` (the
+        training loss of every step, label-smoothed); ``history`` (``lib.training.TrainResult.history``,
+        ``val_loss`` = cross-entropy on the short validation pairs, every 100 steps); ``minutes`` (training
+        time on this machine); with ``measure``, ``buckets``: one dict per length bucket with ``low``, ``high``
+        (``None`` for the open last one), ``pairs``, ``tokens``, ``loss`` (nats per target token) and ``bleu``.
+
+    Raises:
+        ValueError: an unknown kind; steps, short or max_tokens < 1; edges not increasing.
+        FileNotFoundError: the Multi30k files are missing and cannot be downloaded.
+
+    Source: the experiment of Press et al. 2022, "Train Short, Test Long", §2 and Figure 1 (train on short
+    inputs, evaluate on longer ones), on the book's translation task.
+    """
+    if kind not in POSITION_KINDS:
+        raise ValueError(f"kind must be one of {POSITION_KINDS}, got {kind!r}")
+    for name, value in (("steps", steps), ("short", short), ("max_tokens", max_tokens)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    edges = tuple(edges)
+    if not edges or any(b <= a for a, b in itertools.pairwise(edges)):
+        raise ValueError(f"edges must be a non-empty, strictly increasing sequence, got {edges}")
+    settings = dict(steps=steps, short=short, edges=list(edges), max_tokens=max_tokens, seed=seed)
+    tokenizer = multi30k_tokenizer()
+    vocab = tokenizer.get_vocab_size()
+    train_pairs = [p for p in encode_pairs(load_multi30k("train"), tokenizer) if _length(p) <= short]
+    val_short = [p for p in encode_pairs(load_multi30k("val"), tokenizer) if _length(p) <= short]
+    val_batches = make_batches(val_short, 4000, PAD_ID, BOS_ID, EOS_ID, shuffle=False)
+    config = TransformerConfig.multi30k(
+        vocab, d_model=64, d_ff=256, num_encoder_layers=2, num_decoder_layers=2, max_len=64
+    )
+    threads = _one_thread()
+    try:
+        model = transformer_with_positions(config, kind, seed)
+        losses: list[float] = []
+        tconf = TrainConfig(
+            max_tokens=max_tokens,
+            peak_lr=2e-3,
+            warmup=100,
+            label_smoothing=0.1,
+            max_steps=steps,
+            eval_every_steps=100,
+            seed=seed,
+        )
+        smoothing = tconf.label_smoothing
+        result = train(
+            model,
+            translation_batches(train_pairs, max_tokens, seed),
+            tconf,
+            loss_fn=_recording(lambda m, b: seq2seq_loss(m, b, smoothing), losses),
+            evaluate=lambda m: evaluate_loss(m, val_batches),
+            device="cpu",
+            progress=progress,
+            log=lambda *_: None,
+        )
+        out = dict(
+            kind=kind,
+            settings=settings,
+            parameters=sum(p.numel() for p in model.parameters()),
+            step_losses=losses,
+            history=result.history,
+            minutes=round(result.minutes, 3),
+        )
+        if measure:
+            out["buckets"] = _score_by_length(model, tokenizer, list(edges))
+    finally:
+        torch.set_num_threads(threads)
+    return out
+
+
+@torch.no_grad()
+def _score_by_length(model: Transformer, tokenizer, edges: list[int]) -> list[dict]:
+    """Loss per target token and greedy BLEU of the validation and test pairs, per length bucket."""
+    model.eval()
+    texts = load_multi30k("val") + load_multi30k("test_2016_flickr")
+    pairs = encode_pairs(texts, tokenizer)
+    lengths = [_length(p) for p in pairs]
+    hypotheses = translate(model, tokenizer, [de for de, _ in texts], beam_size=1, batch_size=100)
+    bleu = bleu_by_length(hypotheses, [en for _, en in texts], lengths, edges)
+    buckets = []
+    for b in bleu:
+        chosen = [p for p, n in zip(pairs, lengths) if b.low <= n <= b.high]
+        batches = make_batches(chosen, 4000, PAD_ID, BOS_ID, EOS_ID, shuffle=False)
+        buckets.append(
+            dict(
+                low=b.low,
+                high=b.high if b.high < 10**9 else None,
+                pairs=b.count,
+                tokens=sum(batch.num_tokens for batch in batches),
+                loss=round(evaluate_loss(model, batches), 5),
+                bleu=round(b.bleu.score, 3),
+            )
+        )
+    return buckets
+
+
+def language_model_run(
+    kind: str, steps: int = 300, batch_size: int = 32, seed: int = 0, validate: bool = True, progress: bool = False
+) -> dict:
+    """Train the book's tiny GPT or the modern decoder of the same size on Multi30k's English sentences.
+
+    Both models have d_model 128, 4 heads, 2 layers and 48 positions and the same number of parameters within
+    0.01 % (``GPTConfig.tiny`` and ``ModernGPTConfig.tiny``): ``"gpt"`` is GPT-2's block (pre-LN LayerNorm,
+    learned positions, GELU feed-forward, multi-head attention), ``"modern"`` Llama's (RMSNorm, RoPE, SwiGLU,
+    grouped-query attention with 2 key/value heads). Both see the same batches — 32 sentences ``<s> … </s>``
+    of the 29,000 training captions, a new shuffle each epoch — for the same ``steps`` with the same schedule
+    (peak learning rate 2·10⁻³ after 100 warm-up steps, as the BERT/GPT chapter), on one CPU thread.
+
+    Args:
+        kind: ``"gpt"`` or ``"modern"``.
+        steps: optimiser steps.
+        batch_size: sentences per batch.
+        seed: seeds the weights, the batch order and dropout.
+        validate: compute the validation loss every 50 steps (False: train only, for a quick reproduction of the
+            first steps; the history's ``val_loss`` is then NaN).
+        progress: show the training progress bar.
+
+    Returns:
+        A JSON-ready dict: ``kind``, ``settings``, ``parameters``, ``step_losses`` (the training loss of every
+        step), ``history`` (``val_loss`` = cross-entropy per token on the 1,014 validation sentences, every 50
+        steps) and ``minutes`` (training time on this machine).
+
+    Raises:
+        ValueError: an unknown kind; steps or batch_size < 1.
+        FileNotFoundError: the Multi30k files are missing and cannot be downloaded.
+
+    Source: Radford et al. 2018, §3.1 (the language-model loss); Touvron et al. 2023, "LLaMA", §2.2 (the modern
+    block).
+    """
+    if kind not in ("gpt", "modern"):
+        raise ValueError(f"kind must be 'gpt' or 'modern', got {kind!r}")
+    for name, value in (("steps", steps), ("batch_size", batch_size)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    settings = dict(steps=steps, batch_size=batch_size, seed=seed)
+    tokenizer = multi30k_tokenizer()
+    vocab = tokenizer.get_vocab_size()
+    english = [
+        [t.ids for t in tokenizer.encode_batch([en for _, en in load_multi30k(s)], add_special_tokens=False)]
+        for s in ("train", "val")
+    ]
+    config = GPTConfig.tiny(vocab) if kind == "gpt" else ModernGPTConfig.tiny(vocab)
+    train_seqs, val_seqs = (gpt_sequences(ids, config.max_len) for ids in english)
+    val_batch = pad_batch(val_seqs)
+
+    def lm_step(model: nn.Module, batch: list[list[int]]):
+        x = pad_batch(batch)
+        return lm_loss(model(x), x)
+
+    threads = _one_thread()
+    try:
+        torch.manual_seed(seed)
+        model = GPT(config) if kind == "gpt" else ModernGPT(config)
+        losses: list[float] = []
+        result = train(
+            model,
+            sentence_batches(train_seqs, batch_size, seed),
+            TrainConfig(max_steps=steps, peak_lr=2e-3, warmup=100, eval_every_steps=50, seed=seed),
+            loss_fn=_recording(lm_step, losses),
+            evaluate=(lambda m: lm_loss(m(val_batch), val_batch).item()) if validate else None,
+            device="cpu",
+            progress=progress,
+            log=lambda *_: None,
+        )
+    finally:
+        torch.set_num_threads(threads)
+    return dict(
+        kind=kind,
+        settings=settings,
+        parameters=model.num_parameters(),
+        step_losses=losses,
+        history=result.history,
+        minutes=round(result.minutes, 3),
+    )
+
+
+def load_modern_results(path: str | os.PathLike | None = None) -> dict:
+    """The cached results of the modern-Transformer chapter's trainings (written by ``bench/modern_transformer.py``).
+
+    Args:
+        path: the JSON file; default :data:`MODERN_RESULTS` (``models/modern/results.json``).
+
+    Returns:
+        ``{"version", "extrapolation": {kind: extrapolation_run(...)}, "language_models": {kind:
+        language_model_run(...)}, "machine", "total_minutes"}``.
+
+    Raises:
+        FileNotFoundError: no such file (the message gives the command that writes it).
+        ValueError: the file is not this version's JSON.
+    """
+    path = Path(MODERN_RESULTS if path is None else path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no cached results at {path}; write them with `python bench/modern_transformer.py --out {path}` "
+            "(about 20 minutes on one CPU core)"
+        )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path} is not valid JSON ({err}); write it again with bench/modern_transformer.py") from None
+    if not isinstance(data, dict) or data.get("version") != _MODERN_VERSION:
+        raise ValueError(
+            f"{path} is not version {_MODERN_VERSION} of the modern-Transformer results; write it again with "
+            "bench/modern_transformer.py"
+        )
+    return data
+
+
+def save_modern_results(extrapolation: dict, language_models: dict, path: str | os.PathLike, **extra) -> Path:
+    """Write the chapter's results as JSON, atomically (what :func:`load_modern_results` reads).
+
+    Args:
+        extrapolation: ``{kind: extrapolation_run(kind)}``.
+        language_models: ``{kind: language_model_run(kind)}``.
+        path: the JSON file to write.
+        **extra: other JSON-ready fields to keep (the machine, the total time).
+
+    Returns:
+        The path written.
+    """
+    data = dict(version=_MODERN_VERSION, extrapolation=extrapolation, language_models=language_models, **extra)
+    return atomic_write_text(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")

@@ -88,3 +88,90 @@ def test_a_broken_cache_file_is_reported_and_trained_again(tmp_path):
         again = reversal_experiment("dot", **kw)
     assert not again.cached and again.steps == 2
     assert reversal_experiment("dot", **kw).cached  # rewritten, readable again
+
+
+# --- the modern-Transformer chapter: positions swapped into a Transformer, cached trainings ----------------------
+
+
+def test_transformer_with_positions_swaps_only_the_positions():
+    from lib.attention import ALiBiMultiHeadAttention, MultiHeadAttention, RotaryMultiHeadAttention
+    from lib.experiments import POSITION_KINDS, transformer_with_positions
+    from lib.positional import LearnedPositionalEncoding, NoPositionalEncoding, PositionalEncoding
+    from lib.transformer import TransformerConfig
+
+    config = TransformerConfig.tiny(40, max_len=16)
+    models = {kind: transformer_with_positions(config, kind, seed=3) for kind in POSITION_KINDS}
+    assert type(models["sinusoidal"].positional) is PositionalEncoding
+    assert type(models["learned"].positional) is LearnedPositionalEncoding
+    for kind, cls in (("rope", RotaryMultiHeadAttention), ("alibi", ALiBiMultiHeadAttention)):
+        model = models[kind]
+        assert type(model.positional) is NoPositionalEncoding
+        assert all(type(layer.self_attn) is cls for layer in [*model.encoder.layers, *model.decoder.layers])
+        assert all(type(layer.cross_attn) is MultiHeadAttention for layer in model.decoder.layers)
+    # the same initial weights in every kind (the learned table aside): only the positions differ
+    reference = models["sinusoidal"].state_dict()
+    for kind, model in models.items():
+        state = {k: v for k, v in model.state_dict().items() if k != "positional.table"}
+        assert state.keys() == reference.keys(), kind
+        assert all(torch.equal(state[k], reference[k]) for k in state), kind
+    src, tgt = torch.randint(4, 40, (2, 6)), torch.randint(4, 40, (2, 5))
+    outputs = [m.eval()(src, tgt) for m in models.values()]
+    assert all(not torch.allclose(outputs[0], o) for o in outputs[1:])  # ... and the positions do change the model
+
+
+def test_modern_experiment_arguments_are_checked_before_any_training(tmp_path):
+    from lib.experiments import extrapolation_run, language_model_run, load_modern_results, transformer_with_positions
+    from lib.transformer import TransformerConfig
+
+    with pytest.raises(ValueError, match="kind must be one of"):
+        transformer_with_positions(TransformerConfig.tiny(40), "relative")
+    with pytest.raises(TypeError, match="TransformerConfig"):
+        transformer_with_positions({"d_model": 32}, "rope")
+    with pytest.raises(ValueError, match="kind"):
+        extrapolation_run("absolute")
+    with pytest.raises(ValueError, match="steps"):
+        extrapolation_run("rope", steps=0)
+    with pytest.raises(ValueError, match="edges"):
+        extrapolation_run("rope", edges=(1, 20, 10))
+    with pytest.raises(ValueError, match="kind"):
+        language_model_run("bert")
+    with pytest.raises(ValueError, match="batch_size"):
+        language_model_run("gpt", batch_size=0)
+    with pytest.raises(FileNotFoundError, match=r"bench/modern_transformer\.py"):
+        load_modern_results(tmp_path / "missing.json")
+    (tmp_path / "old.json").write_text('{"version": 0}')
+    with pytest.raises(ValueError, match="version"):
+        load_modern_results(tmp_path / "old.json")
+    (tmp_path / "broken.json").write_text("{")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        load_modern_results(tmp_path / "broken.json")
+
+
+def test_modern_results_round_trip(tmp_path):
+    from lib.experiments import load_modern_results, save_modern_results
+
+    path = save_modern_results({"rope": {"step_losses": [9.1]}}, {"gpt": {"parameters": 3}}, tmp_path / "r.json", x=1)
+    data = load_modern_results(path)
+    assert data["extrapolation"]["rope"]["step_losses"] == [9.1] and data["language_models"]["gpt"]["parameters"] == 3
+    assert data["x"] == 1
+
+
+def test_the_committed_modern_results_are_complete_and_consistent():
+    """models/modern/results.json, written by bench/modern_transformer.py: what the chapter reads."""
+    from lib.experiments import POSITION_KINDS, load_modern_results
+
+    data = load_modern_results()
+    runs, lms = data["extrapolation"], data["language_models"]
+    assert list(runs) == list(POSITION_KINDS) and sorted(lms) == ["gpt", "modern"]
+    for run in runs.values():
+        assert len(run["step_losses"]) == run["settings"]["steps"] == 300
+        assert [b["low"] for b in run["buckets"]] == run["settings"]["edges"]
+        assert sum(b["pairs"] for b in run["buckets"]) == 2014  # every validation and test pair, once
+        table = 64 * 64 if run["kind"] == "learned" else 0  # a learned table: 64 positions × d_model 64 more
+        assert run["history"][-1]["step"] == 300 and run["parameters"] == runs["sinusoidal"]["parameters"] + table
+        # learning happened: the final loss is far below the first (ln 8000 ≈ 9.0 nats at the start)
+        assert run["step_losses"][0] > 8.5 and run["history"][-1]["val_loss"] < 6.0
+    # the same first batch and the same initial weights: only the positions make the first losses differ
+    assert len({round(r["step_losses"][0], 1) for r in runs.values()}) <= 2
+    assert [lms[k]["parameters"] for k in ("gpt", "modern")] == [1_426_944, 1_427_072]
+    assert all(len(lm["step_losses"]) == 300 and lm["history"][-1]["step"] == 300 for lm in lms.values())
