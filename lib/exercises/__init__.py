@@ -187,5 +187,6 @@ from . import seq2seq_bottleneck  # noqa: E402, F401
 from . import efficient_attention  # noqa: E402, F401
 from . import bert_gpt  # noqa: E402, F401
 from . import capstone  # noqa: E402, F401
+from . import decoding  # noqa: E402, F401
 from . import modern_transformer  # noqa: E402, F401
 # isort: on
