@@ -10,6 +10,7 @@ import importlib.util
 import json
 import re
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,8 @@ def _load(name: str, path: Path):
 
 
 portable = _load("portable_tool", ROOT / "tools" / "portable.py")
+colab_cell = _load("colab_cell_tool", ROOT / "tools" / "colab_cell.py")
+PLACEHOLDER = colab_cell.is_placeholder(colab_cell.repository_url())
 
 # What MyST looks like: a directive fence, a role, a target line, a directive option line.
 MYST = re.compile(
@@ -90,6 +93,8 @@ def test_code_cells_and_outputs_equal_the_chapters(built):
         assert len(ported) == len(chapter), name
         for ours, theirs in zip(ported, chapter, strict=True):
             for key in ("id", "source", "outputs", "execution_count"):
+                if key == "source" and theirs.get("id") == "colab-setup" and PLACEHOLDER:
+                    continue  # tested below: no clone step while repository.url is the placeholder
                 assert ours.get(key) == theirs.get(key), f"{name}, cell {theirs.get('id')}: {key} differs"
             meta = {k: v for k, v in ours["metadata"].items() if k != "cellView"}
             if "jupyter" in meta and "jupyter" not in theirs["metadata"]:
@@ -237,3 +242,80 @@ def test_the_site_serves_the_portable_notebooks_from_its_buttons():
     assert download["buttons"][0]["url"] == f"../notebooks/{CHAPTERS[0].name}"
     assert launch["buttons"][0]["url"].endswith(f"urlpath=lab/tree/notebooks/{CHAPTERS[0].name}")
     assert launch["buttons"][1]["url"] == f"{repo}notebooks/{CHAPTERS[0].name}"
+
+
+def test_the_colab_cell_clones_nothing_while_the_repository_url_is_the_placeholder(built):
+    """Colab opens the portable notebooks: with the placeholder URL their set-up cell must not clone a repository
+    that does not exist, but stop on Colab with a message naming the setting; with a real URL it is the chapter's."""
+    for name, nb in built.items():
+        cell = next(c for c in nb["cells"] if c.get("id") == "colab-setup")
+        chapter = next(c for c in _chapter(name)["cells"] if c.get("id") == "colab-setup")
+        source = "".join(cell["source"])
+        if PLACEHOLDER:
+            assert "subprocess" not in source and '"git"' not in source and "pip" not in source, name
+            assert 'if "google.colab" in sys.modules:' in source and "raise RuntimeError(" in source, name
+            assert "repository.url" in source and colab_cell.PLACEHOLDER_URL in source, name
+            assert cell["metadata"] == chapter["metadata"] and cell["outputs"] == [], name
+        else:
+            assert cell["source"] == chapter["source"], name
+    # Off Colab the placeholder cell does nothing, as the chapters' cell does (nbval runs it with no output).
+    exec(compile(colab_cell.placeholder_source(), "colab-setup", "exec"), {})
+    # With a real URL the tool keeps the chapter's cell: convert_notebook is given no replacement.
+    chapter = CHAPTERS[0]
+    kept = portable.convert_notebook(chapter, portable.Bibliography.load(), portable.Labels.collect(CHAPTERS))
+    assert (
+        next(c for c in kept["cells"] if c.get("id") == "colab-setup")["source"]
+        == next(c for c in _chapter(chapter.name)["cells"] if c.get("id") == "colab-setup")["source"]
+    )
+
+
+def test_the_placeholder_url_is_recognised_only_as_itself():
+    url = colab_cell.PLACEHOLDER_URL
+    assert (
+        colab_cell.is_placeholder(url)
+        and colab_cell.is_placeholder(url + ".git")
+        and colab_cell.is_placeholder(url + "/")
+    )
+    assert not colab_cell.is_placeholder("https://github.com/someone/attention-book")
+    assert not colab_cell.is_placeholder(url + "-fork")
+
+
+def test_the_site_numbers_exercises_from_1_on_every_page():
+    """book_site renumbers what Sphinx numbered across the book (no numbered toc) from 1 on each page, in order;
+    Sphinx's own numbers are kept aside and put back before it numbers again (incremental builds)."""
+    book_site = _load("book_site_ext", ROOT / "tools" / "sphinxext" / "book_site.py")
+
+    env = types.SimpleNamespace(
+        toc_fignumbers={
+            "chapters/a": {"exercise": {"ex-a1": (1,), "ex-a2": (2,)}},
+            "chapters/b": {"exercise": {"ex-b2": (4,), "ex-b1": (3,)}, "figure": {"fig": (2,)}},
+            "chapters/c": {"exercise": {"ex-c1": (1, 1), "ex-c2": (2, 1)}},  # a numbered toc: left alone
+        }
+    )
+    sphinx_numbers = json.loads(json.dumps(env.toc_fignumbers))
+    assert book_site._number_within_page(None, env) == []
+    assert env.toc_fignumbers["chapters/a"] == {"exercise": {"ex-a1": (1,), "ex-a2": (2,)}}
+    assert env.toc_fignumbers["chapters/b"] == {"exercise": {"ex-b1": (1,), "ex-b2": (2,)}, "figure": {"fig": (1,)}}
+    assert env.toc_fignumbers["chapters/c"] == {"exercise": {"ex-c1": (1, 1), "ex-c2": (2, 1)}}
+    book_site._restore_book_numbers(None, env)
+    assert json.loads(json.dumps(env.toc_fignumbers)) == sphinx_numbers
+
+
+def test_the_site_leaves_out_launch_buttons_while_the_repository_url_is_the_placeholder():
+    book_site = _load("book_site_ext", ROOT / "tools" / "sphinxext" / "book_site.py")
+    launch = {"binderhub_url": "https://mybinder.org", "colab_url": "https://colab.research.google.com"}
+
+    class App:
+        srcdir = str(ROOT)
+
+    class Config:
+        def __init__(self, url):
+            self.html_theme_options = {"repository_url": url, "use_repository_button": True, "launch_buttons": launch}
+
+    placeholder = Config(colab_cell.PLACEHOLDER_URL)
+    book_site._leave_out_placeholder_buttons(App(), placeholder)
+    assert placeholder.html_theme_options["launch_buttons"] == {}
+    assert placeholder.html_theme_options["use_repository_button"] is False
+    real = Config("https://github.com/someone/attention-book")
+    book_site._leave_out_placeholder_buttons(App(), real)
+    assert real.html_theme_options == Config("https://github.com/someone/attention-book").html_theme_options

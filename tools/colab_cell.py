@@ -6,6 +6,12 @@ therefore clones the repository and installs the library *when it runs on Colab*
 (Jupyter, Binder, ``make test``) it does nothing. The cell is tagged ``remove-cell``, so the website
 does not show it.
 
+While ``repository.url`` is the placeholder the book ships with (:data:`PLACEHOLDER_URL`, a repository that does
+not exist), there is nothing to clone: the website leaves out its launch buttons and repository button
+(``tools/sphinxext/book_site.py``), and the portable notebooks that Colab opens (``tools/portable.py``) get
+:func:`placeholder_source` instead, a cell that clones nothing and says what is missing. The chapters keep the
+cell written from the URL, so setting the real URL is one line in ``_config.yml`` and this command.
+
 Usage: ``python tools/colab_cell.py`` (after changing ``repository.url`` in ``_config.yml``), or
 ``python tools/colab_cell.py --check`` (exit 1 if a notebook's cell is missing or out of date; the tests
 run the same check).
@@ -22,6 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CELL_ID = "colab-setup"
 
+# The repository URL the book ships with: it names no real repository. The one place that knows it.
+PLACEHOLDER_URL = "https://github.com/attention-book/attention-book"
+
 TEMPLATE = """# On Colab: fetch the book (its library and trained models) and install it. Elsewhere this does nothing.
 import sys
 
@@ -35,6 +44,19 @@ if "google.colab" in sys.modules:
     sys.path.insert(0, "/content/attention-book")
     os.chdir("/content/attention-book/chapters")"""
 
+PLACEHOLDER_TEMPLATE = """# On Colab this cell would fetch the book's library and trained models from the book's
+# repository, but the book was built with the placeholder repository URL, so there is none to fetch.
+# Elsewhere this does nothing.
+import sys
+
+if "google.colab" in sys.modules:
+    raise RuntimeError(
+        "This notebook cannot fetch the book's library on Colab: the book was built while "
+        "repository.url in _config.yml was the placeholder {url}. "
+        "Open the notebook from a clone of the book with Jupyter (see the book's README), "
+        "or set repository.url to the book's real repository and rebuild."
+    )"""
+
 
 def repository_url() -> str:
     """``repository.url`` from ``_config.yml`` (read with a regex: the file is simple YAML)."""
@@ -45,9 +67,21 @@ def repository_url() -> str:
     return match.group(1).strip("\"'")
 
 
+def is_placeholder(url: str) -> bool:
+    """True if ``url`` is the placeholder repository URL (trailing ``/`` or ``.git`` ignored)."""
+    return url.strip().removesuffix("/").removesuffix(".git") == PLACEHOLDER_URL
+
+
 def source() -> str:
-    """The set-up cell's source for the configured repository."""
-    return TEMPLATE.format(url=repository_url() + (".git" if not repository_url().endswith(".git") else ""))
+    """The set-up cell's source for the configured repository (what the chapters hold)."""
+    url = repository_url()
+    return TEMPLATE.format(url=url + (".git" if not url.endswith(".git") else ""))
+
+
+def placeholder_source() -> str:
+    """The set-up cell for a book whose ``repository.url`` is the placeholder: it clones nothing and, on Colab,
+    stops with a message that says why (the portable notebooks carry it; see the module docstring)."""
+    return PLACEHOLDER_TEMPLATE.format(url=PLACEHOLDER_URL)
 
 
 def toc_notebooks() -> list[Path]:

@@ -15,12 +15,15 @@ CommonMark, ``$…$`` / ``$$…$$`` maths and a little HTML:
   2017)" for ``{cite:p}``, with a reference list at the end of the notebook;
 - ``{doc}`` a link to the other portable notebook (or to the page's source for the non-notebook pages),
   ``{ref}`` / ``{numref}`` the target's name ("Exercise 3", a section title), ``{eq}`` the equation's number;
-- ``{figure}`` / ``{image}``: a markdown image.
+- ``{figure}`` / ``{image}``: a markdown image;
+- the Colab set-up cell (``tools/colab_cell.py``): while ``repository.url`` in ``_config.yml`` is the placeholder,
+  a cell that clones nothing and says why on Colab (the chapters keep the cell written from the URL).
 
 A directive or role it does not know stops it with an error that names the notebook and the cell, so no MyST
 markup can slip through (``tests/test_portable.py`` checks that none survives). Code cells keep their source and
-outputs unchanged. The notebooks are committed (Colab opens a path in the GitHub repository; the website's
-download button and launch buttons point to them) and must be regenerated after any chapter edit:
+outputs unchanged (but for the Colab set-up cell above). The notebooks are committed (Colab opens a path in the
+GitHub repository; the website's download button and launch buttons point to them) and must be regenerated after
+any chapter edit:
 
 Usage: ``python tools/portable.py`` (``make portable``) writes ``notebooks/``; ``python tools/portable.py --check``
 exits 1 and names the notebooks that are missing or out of date.
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import importlib.util
 import json
 import re
 import sys
@@ -385,8 +389,25 @@ def markdown_cell(source: str, cell_id: str) -> dict:
     return {"cell_type": "markdown", "id": cell_id, "metadata": {}, "source": source.splitlines(keepends=True)}
 
 
-def convert_notebook(path: Path, bib: Bibliography, labels: Labels) -> dict:
-    """The portable version of one chapter notebook (a new notebook dict; the chapter is not changed)."""
+def colab_cell_tool():
+    """``tools/colab_cell.py`` as a module (this file is also loaded by path, from the Sphinx extension)."""
+    spec = importlib.util.spec_from_file_location("book_colab_cell", ROOT / "tools" / "colab_cell.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def colab_setup_source() -> str | None:
+    """The Colab set-up cell's source for the portable notebooks: None (the chapter's own cell) when
+    ``repository.url`` is a real repository, a cell that clones nothing while it is the placeholder."""
+    tool = colab_cell_tool()
+    return tool.placeholder_source() if tool.is_placeholder(tool.repository_url()) else None
+
+
+def convert_notebook(path: Path, bib: Bibliography, labels: Labels, colab_setup: str | None = None) -> dict:
+    """The portable version of one chapter notebook (a new notebook dict; the chapter is not changed).
+
+    ``colab_setup``: if given, the source of the Colab set-up cell (:func:`colab_setup_source`)."""
     nb = json.loads(path.read_text(encoding="utf-8"))
     out = copy.deepcopy(nb)
     ctx = Context(path.stem, bib, labels)
@@ -396,6 +417,8 @@ def convert_notebook(path: Path, bib: Bibliography, labels: Labels) -> dict:
         source = "".join(cell["source"])
         if cell["cell_type"] == "code":
             cell = copy.deepcopy(cell)
+            if colab_setup is not None and cell.get("id") == "colab-setup":
+                cell["source"] = colab_setup.splitlines(keepends=True)
             if in_solution:  # a solution written as code: folded where the front end can fold a cell
                 cell["metadata"].setdefault("jupyter", {})["source_hidden"] = True
                 cell["metadata"]["cellView"] = "form"
@@ -450,8 +473,8 @@ def render(nb: dict) -> str:
 def build() -> dict[str, str]:
     """{file name: text} of every portable notebook, from chapters/*.ipynb."""
     notebooks = chapter_notebooks()
-    bib, labels = Bibliography.load(), Labels.collect(notebooks)
-    return {p.name: render(convert_notebook(p, bib, labels)) for p in notebooks}
+    bib, labels, colab_setup = Bibliography.load(), Labels.collect(notebooks), colab_setup_source()
+    return {p.name: render(convert_notebook(p, bib, labels, colab_setup)) for p in notebooks}
 
 
 def stale(out: Path = OUT) -> list[str]:

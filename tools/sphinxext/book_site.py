@@ -25,6 +25,18 @@ into ``_build/live/`` (``python -m lib.export``), into ``_static/live/``. Only t
 (``chapters/translate_live.md`` imports ``_static/explorer/live.js`` from its own script). A build without the
 export warns, and so fails under ``-W``, naming the command that makes it.
 
+Exercises are numbered within their chapter: sphinx-exercise numbers them as Sphinx numbers figures, and with no
+numbered table of contents (the sidebar shows the chapter titles without numbers) Sphinx counts across the whole
+book ("Exercise 45" in the capstone). ``_number_within_page`` renumbers every numbered kind (exercises, and
+captioned figures, tables and code blocks) from 1 on each page, in the order Sphinx counted them, right after Sphinx
+assigns the numbers; titles, "Solution to Exercise N" and ``{numref}`` all read the numbers from there. The portable
+notebooks (``tools/portable.py``) number them the same way.
+
+While ``repository.url`` in ``_config.yml`` is the placeholder the book ships with
+(``tools/colab_cell.py``'s ``PLACEHOLDER_URL``, a repository that does not exist), the build leaves out the Binder
+and Colab launch buttons and the repository button, and says so in its output, so that no reader meets a dead
+link.
+
 Finally it defines the ``attention-explorer`` directive, which embeds the attention explorer with its data in a
 page, in a Markdown page or a notebook's Markdown cell alike::
 
@@ -161,6 +173,64 @@ def _portable_buttons(app: Any, pagename: str, context: dict) -> None:
                 button["url"] = url[: -len(source)] + f"{PORTABLE}/{name}.ipynb"
 
 
+def _renumber(numbers: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+    """One page's numbers of one kind, {node id: (n,)}, renumbered 1, 2, ... in the order they had.
+
+    Numbers with a section prefix ((2, 1): a numbered table of contents) are already per section: kept."""
+    if any(len(number) != 1 for number in numbers.values()):
+        return numbers
+    ordered = sorted(numbers, key=numbers.__getitem__)
+    return {ident: (index,) for index, ident in enumerate(ordered, start=1)}
+
+
+def _restore_book_numbers(app: Any, env: Any) -> list[str]:
+    """Before Sphinx assigns figure numbers: put back the numbers it assigned last time (pickled with the
+    environment), so that it compares like with like and rewrites only the pages whose numbers changed."""
+    book_numbers = getattr(env, "book_site_fignumbers", None)
+    if book_numbers is not None:
+        env.toc_fignumbers = book_numbers
+    return []
+
+
+def _number_within_page(app: Any, env: Any) -> list[str]:
+    """After Sphinx assigns figure numbers (``env-get-updated``): every page's exercises (and other numbered
+    nodes) from 1. Sphinx's own numbers are kept aside for the next incremental build."""
+    env.book_site_fignumbers = {
+        docname: {kind: dict(numbers) for kind, numbers in kinds.items()}
+        for docname, kinds in env.toc_fignumbers.items()
+    }
+    for kinds in env.toc_fignumbers.values():
+        for kind, numbers in kinds.items():
+            kinds[kind] = _renumber(numbers)
+    return []  # the pages whose numbers changed are the ones Sphinx's own handler names
+
+
+def _colab_cell_tool(srcdir: Path) -> Any:
+    spec = importlib.util.spec_from_file_location("book_colab_cell", srcdir / "tools" / "colab_cell.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _leave_out_placeholder_buttons(app: Any, config: Any) -> None:
+    """While ``repository.url`` is the placeholder: no launch buttons, no repository button, and a line that says so."""
+    from sphinx.util import logging
+
+    options = dict(config.html_theme_options or {})
+    url = options.get("repository_url") or ""
+    if not _colab_cell_tool(Path(app.srcdir)).is_placeholder(url):
+        return
+    options["launch_buttons"] = {}
+    options["use_repository_button"] = False
+    options["use_edit_page_button"] = False
+    options["use_issues_button"] = False
+    config.html_theme_options = options
+    logging.getLogger(__name__).info(
+        f"book_site: repository.url is the placeholder {url} (no such repository): launch buttons "
+        "(Binder, Colab) and the repository button left out; set repository.url in _config.yml (see README.md)"
+    )
+
+
 EXPLORER_SOURCE = Path("tools") / "explorer"  # relative to the book's root (Sphinx's source folder)
 LIVE_EXPORT = Path("_build") / "live"  # where `make book` runs `python -m lib.export --out`
 LIVE_FILES = ("manifest.json", "encoder.onnx", "decoder.onnx", "weights.bin", "tokenizer.json")
@@ -240,6 +310,10 @@ def setup(app: Any) -> dict:
     if str(app.srcdir) not in sys.path:
         sys.path.insert(0, str(app.srcdir))
     app.add_directive("attention-explorer", AttentionExplorer)
+    app.connect("config-inited", _leave_out_placeholder_buttons)
+    # Sphinx's toctree collector assigns the figure numbers on env-get-updated at the default priority (500).
+    app.connect("env-get-updated", _restore_book_numbers, priority=100)
+    app.connect("env-get-updated", _number_within_page, priority=900)
     app.connect("html-page-context", _page_context, priority=900)  # after the extensions that add assets
     app.connect("builder-inited", _check_portable)
     app.connect("build-finished", _copy_portable)
