@@ -23,6 +23,8 @@ CHAPTERS = ROOT / "chapters"
 NOTEBOOKS = sorted(CHAPTERS.glob("*.ipynb"))
 MARKDOWN_PAGES = sorted(CHAPTERS.glob("*.md"))
 SOURCES = sorted((ROOT / "lib" / "exercises").glob("*.py")) + [ROOT / "tools" / "student.py"]
+# text files that pages include (the grading example's CSV and summary on the instructor page)
+INCLUDED = sorted(p for p in (CHAPTERS / "images").glob("*") if p.suffix in {".csv", ".txt", ".json", ".md"})
 
 # "seed 001", "Seed 000's", "seeds 000 and 004", "seed001", "seed_002", a path ".../seeds/", "seed document(s)"
 FILE_NAME = re.compile(r"seeds?[\s_-]?0\d\d|seeds/|seed documents?", re.IGNORECASE)
@@ -62,7 +64,7 @@ def test_notebook_text_names_no_source_file(path):
     assert not found, "name the source document as a work (see intro 'Sources'), not by its file:\n" + "\n".join(found)
 
 
-@pytest.mark.parametrize("path", MARKDOWN_PAGES + SOURCES, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", MARKDOWN_PAGES + SOURCES + INCLUDED, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_page_or_message_names_no_source_file(path):
     found = [
         f"{path.relative_to(ROOT)} line {text.count(chr(10), 0, m.start()) + 1}: {text[m.start() : m.end() + 30]!r}"
