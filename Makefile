@@ -149,12 +149,14 @@ execute: $(STAMP)
 	done
 
 # The code's own checks: lint and format (ruff, configured in pyproject.toml; notebooks excluded) and the
-# import contracts that keep lib/ in layers (import-linter, [tool.importlinter] in pyproject.toml).
+# import contracts that keep lib/ in layers (import-linter, [tool.importlinter] in pyproject.toml), and that every
+# solution code cell of the chapters is folded in JupyterLab (tools/fold_solutions.py --check).
 lint: $(STAMP)
 	@status=0; \
 	echo "== ruff check =="; $(BIN)/ruff check . || status=1; \
 	echo "== ruff format --check =="; $(BIN)/ruff format --check . || status=1; \
 	echo "== import contracts: lint-imports =="; $(BIN)/lint-imports --no-cache || status=1; \
+	echo "== solution code cells folded in JupyterLab =="; $(BIN)/python tools/fold_solutions.py --check || status=1; \
 	exit $$status
 
 # All three steps always run; the target fails if any fails.
