@@ -211,6 +211,7 @@ portable: $(STAMP)
 
 # JupyterLab on the chapters, with jupyterlab-myst rendering their MyST (exercises, solutions folded, notes,
 # maths) and the book's kernel (this venv's python3; JUPYTER_PREFER_ENV_PATH: not one from ~/.local).
+# tools/lab_config.py: citations read "Vaswani et al. (2017)" (tools/lab_server.py; the files keep their roles).
 # MULTI30K_DIR is exported above. Extra options: make lab LAB_ARGS="--no-browser --port 8890".
 LAB_STAMP := $(VENV)/.installed-lab
 LAB_ARGS ?=
@@ -221,7 +222,7 @@ $(LAB_STAMP): requirements-lab.txt $(STAMP)
 	touch $@
 
 lab: $(LAB_STAMP)
-	JUPYTER_PREFER_ENV_PATH=1 $(BIN)/jupyter lab --ServerApp.root_dir="$(ROOT)" \
+	JUPYTER_PREFER_ENV_PATH=1 $(BIN)/jupyter lab --ServerApp.root_dir="$(ROOT)" --config="$(ROOT)/tools/lab_config.py" \
 	  --LabApp.default_url=/lab/tree/chapters $$([ "$$(id -u)" = 0 ] && echo --allow-root) $(LAB_ARGS)
 
 # The student edition: every chapter without its solutions, each exercise cell a starter that prints
