@@ -7,7 +7,11 @@ passed on. For each chapter the test restarts the kernel and runs all cells thro
 (``notebook:restart-run-all``, its confirmation dialog accepted), then checks: every code cell ran, none raised,
 no MyST markup is shown raw (``:::{``, ```` ```{ ````, ``{cite``) and exercises render as MyST exercises; in the
 chapters of ``WIDGETS`` a live ipywidgets slider is moved and the figure it draws changes. Screenshots go to
-``_build/screenshots/jupyterlab-<chapter>.png``. The student edition's starter cells print ⏳.
+``_build/screenshots/jupyterlab-<chapter>.png``. Every chapter run also checks what ``make lab`` adds to
+jupyterlab-myst (its server runs with ``tools/lab_config.py``): a citation reads as author-year (not its key),
+solutions are folded (markdown dropdowns closed, solution code cells folded) and unfold on a click, and a save
+from JupyterLab leaves the chapter's markdown as it was (``-citation``, ``-folded``, ``-unfolded`` screenshots).
+The student edition's starter cells print ⏳ and show no value under it.
 
 Budget: by default only ``DEFAULT_CHAPTERS``, three quick chapters with a live widget (a fixed list, so that
 what CI runs does not depend on how busy the machine was when a chapter was last executed); ``JUPYTERLAB_ALL=1``
@@ -237,7 +241,9 @@ STATE = """() => {
                               && [].concat(o.text).join('').includes('Traceback'))
                      .map(o => [].concat(o.text).join('').slice(-300)));
     const stream = outputs.filter(o => o.output_type === 'stream').map(o => [].concat(o.text).join('')).join('');
-    code.push({index: i, n: c.executionCount, errors, stream, tags: c.getMetadata('tags') || [],
+    const results = outputs.filter(o => o.output_type === 'execute_result')
+      .map(o => [].concat((o.data || {})['text/plain'] || []).join(''));
+    code.push({index: i, n: c.executionCount, errors, stream, results, tags: c.getMetadata('tags') || [],
                running: c.executionState === 'running'});
   }
   const prompts = Array.from(panel.node.querySelectorAll('.jp-InputPrompt')).map(e => e.textContent);
@@ -446,6 +452,8 @@ def test_student_edition_starters_print_not_solved_yet(lab_page):
     assert starters, "the student edition has no starter cell (tag exercise-starter)"
     silent = [c["index"] for c in starters if "⏳" not in c["stream"]]
     assert not silent, f"starter cells that do not print ⏳: {silent}"
+    shown = {c["index"]: c["results"] for c in starters if c["results"]}
+    assert not shown, f"starter cells that show a value under ⏳ (the check call needs its ';'): {shown}"
     first = page.locator(".jp-CodeCell", has=page.locator(".jp-OutputArea-output", has_text="⏳")).first
     first.scroll_into_view_if_needed()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
