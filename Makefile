@@ -149,12 +149,14 @@ execute: $(STAMP)
 	done
 
 # The code's own checks: lint and format (ruff, configured in pyproject.toml; notebooks excluded) and the
-# import contracts that keep lib/ in layers (import-linter, [tool.importlinter] in pyproject.toml).
+# import contracts that keep lib/ in layers (import-linter, [tool.importlinter] in pyproject.toml), and that every
+# solution code cell of the chapters is folded in JupyterLab (tools/fold_solutions.py --check).
 lint: $(STAMP)
 	@status=0; \
 	echo "== ruff check =="; $(BIN)/ruff check . || status=1; \
 	echo "== ruff format --check =="; $(BIN)/ruff format --check . || status=1; \
 	echo "== import contracts: lint-imports =="; $(BIN)/lint-imports --no-cache || status=1; \
+	echo "== solution code cells folded in JupyterLab =="; $(BIN)/python tools/fold_solutions.py --check || status=1; \
 	exit $$status
 
 # All three steps always run; the target fails if any fails.
@@ -209,6 +211,7 @@ portable: $(STAMP)
 
 # JupyterLab on the chapters, with jupyterlab-myst rendering their MyST (exercises, solutions folded, notes,
 # maths) and the book's kernel (this venv's python3; JUPYTER_PREFER_ENV_PATH: not one from ~/.local).
+# tools/lab_config.py: citations read "Vaswani et al. (2017)" (tools/lab_server.py; the files keep their roles).
 # MULTI30K_DIR is exported above. Extra options: make lab LAB_ARGS="--no-browser --port 8890".
 LAB_STAMP := $(VENV)/.installed-lab
 LAB_ARGS ?=
@@ -219,7 +222,7 @@ $(LAB_STAMP): requirements-lab.txt $(STAMP)
 	touch $@
 
 lab: $(LAB_STAMP)
-	JUPYTER_PREFER_ENV_PATH=1 $(BIN)/jupyter lab --ServerApp.root_dir="$(ROOT)" \
+	JUPYTER_PREFER_ENV_PATH=1 $(BIN)/jupyter lab --ServerApp.root_dir="$(ROOT)" --config="$(ROOT)/tools/lab_config.py" \
 	  --LabApp.default_url=/lab/tree/chapters $$([ "$$(id -u)" = 0 ] && echo --allow-root) $(LAB_ARGS)
 
 # The student edition: every chapter without its solutions, each exercise cell a starter that prints

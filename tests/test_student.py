@@ -211,6 +211,8 @@ def test_every_exercise_keeps_its_text_and_gets_one_starter(stem, editions):
         assert isinstance(last, ast.Expr) and isinstance(last.value, ast.Call), f"{label}: must end with check(...)"
         assert ast.unparse(last.value.func) == "check", f"{label}: must end with check(...), not assert check(...)"
         assert last.value.args[0].value == name, f"{label}: checks {last.value.args[0].value!r}, solution {name!r}"
+        # `;` after the call: Jupyter shows only the ⏳ line, not also the call's value (False).
+        assert starter.rstrip().endswith(");"), f"{label}: the check call must end with ';'"
         assert "..." in starter
 
 
@@ -273,7 +275,7 @@ def pe_row(pos, d_model):
     ...  # your code here
 
 
-check("pe_row", pe_row)
+check("pe_row", pe_row);
 '''
     )
 
@@ -283,7 +285,7 @@ def test_starter_of_an_assignment():
     assert student.starter_from_solution(code) == (
         "# Exercise: replace each ... with your code, then run this cell.\n"
         "norm = ...  # your answer here\n"
-        'check("pe_norm_value", norm)\n'
+        'check("pe_norm_value", norm);\n'
     )
 
 
@@ -320,7 +322,7 @@ def layer_norm(x,
     ...  # your code here
 
 
-check("layer_norm_last_axis", layer_norm)
+check("layer_norm_last_axis", layer_norm);
 """
     )
 
@@ -339,20 +341,20 @@ assert check("ba_crossings", crossings)
     starter = student.starter_from_solution(code)
     assert "example" not in starter and "print" not in starter and "assert" not in starter
     assert "argmax" not in starter and "monotonic" not in starter
-    assert starter.rstrip().endswith('check("ba_crossings", crossings)')
+    assert starter.rstrip().endswith('check("ba_crossings", crossings);')
 
 
 def test_an_answer_expression_in_check_is_not_copied():
     code = 'peak = 128 ** -0.5 * 400 ** -0.5\nassert check("noam_factor", 1e-3 / peak)\n'
     starter = student.starter_from_solution(code)
     assert "1e-3" not in starter and "peak" not in starter
-    assert starter.endswith('answer = ...  # your answer here\ncheck("noam_factor", answer)\n')
+    assert starter.endswith('answer = ...  # your answer here\ncheck("noam_factor", answer);\n')
 
 
 def test_a_solution_without_check_or_def_gives_no_starter_and_magics_are_allowed():
     assert student.starter_from_solution("print(1 + 1)\n") is None
     starter = student.starter_from_solution("%time x = 1\ndef f(x):\n    return x\nassert check('e', f)\n")
-    assert "def f(x):\n    ...  # your code here" in starter and starter.rstrip().endswith("check('e', f)")
+    assert "def f(x):\n    ...  # your code here" in starter and starter.rstrip().endswith("check('e', f);")
 
 
 def test_a_class_keeps_its_methods_signatures_only():
@@ -438,8 +440,8 @@ def test_make_student_notebook_on_a_small_notebook():
     assert sources[0] == "# Title" and "Student edition" in sources[1]
     assert not any("41" in s or "Explanation" in s or "{solution" in s for s in sources)
     assert [s.name for s in report.starters] == ["e1", "e2"]
-    assert sources[4].endswith("def f(a):\n    ...  # your code here\n\n\ncheck('e1', f)\n")
-    assert sources[6].endswith("g = ...  # your answer here\ncheck('e2', g)\n")
+    assert sources[4].endswith("def f(a):\n    ...  # your code here\n\n\ncheck('e1', f);\n")
+    assert sources[6].endswith("g = ...  # your answer here\ncheck('e2', g);\n")
     assert report.later_uses == [(9, ["f"])]  # print(f(1)) needs the solution's f
     assert "widgets" not in student_nb["metadata"] and "widgets" in nb["metadata"]
     assert all(c.get("outputs", []) == [] for c in student_nb["cells"])

@@ -172,7 +172,8 @@ def starter_from_solution(code: str, label: str | None = None) -> str | None:
 
     Kept: top-level ``import`` statements; each top-level ``def`` (and ``class``) with its decorators, signature
     and docstring, its body replaced by ``...  # your code here``; ``name = ...  # your answer here`` for every
-    other name the last ``check(...)`` call uses and the solution binds; the check call itself. When the call's
+    other name the last ``check(...)`` call uses and the solution binds; the check call itself, ending in ``;``
+    (Jupyter shows no ``False`` under the ⏳ line). When the call's
     answer is an expression rather than a name, it becomes ``answer = ...`` and ``check("<name>", answer)``,
     so that the expression does not give the answer away. Everything else (the bodies, helper statements,
     prints, asserts, comments) is dropped.
@@ -226,7 +227,7 @@ def starter_from_solution(code: str, label: str | None = None) -> str | None:
     pieces += [(line, False) for line in imports]
     pieces += [(block, not block.startswith(tuple(f"{name} = " for name in emitted))) for block in blocks]
     if check_line is not None:
-        pieces.append((check_line, False))
+        pieces.append((check_line + ";", False))  # `;`: the cell shows ⏳, not also check's return value (False)
     text, previous = pieces[0][0], False
     for k, (piece, is_def) in enumerate(pieces[1:], start=1):
         after_imports = bool(imports) and k == len(imports) + 1

@@ -7,7 +7,11 @@ passed on. For each chapter the test restarts the kernel and runs all cells thro
 (``notebook:restart-run-all``, its confirmation dialog accepted), then checks: every code cell ran, none raised,
 no MyST markup is shown raw (``:::{``, ```` ```{ ````, ``{cite``) and exercises render as MyST exercises; in the
 chapters of ``WIDGETS`` a live ipywidgets slider is moved and the figure it draws changes. Screenshots go to
-``_build/screenshots/jupyterlab-<chapter>.png``. The student edition's starter cells print ⏳.
+``_build/screenshots/jupyterlab-<chapter>.png``. Every chapter run also checks what ``make lab`` adds to
+jupyterlab-myst (its server runs with ``tools/lab_config.py``): a citation reads as author-year (not its key),
+solutions are folded (markdown dropdowns closed, solution code cells folded) and unfold on a click, and a save
+from JupyterLab leaves the chapter's markdown as it was (``-citation``, ``-folded``, ``-unfolded`` screenshots).
+The student edition's starter cells print ⏳ and show no value under it.
 
 Budget: by default only ``DEFAULT_CHAPTERS``, three quick chapters with a live widget (a fixed list, so that
 what CI runs does not depend on how busy the machine was when a chapter was last executed); ``JUPYTERLAB_ALL=1``
@@ -19,8 +23,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import importlib.util
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -114,6 +120,7 @@ def jupyter_lab(root_dir: Path, work: Path) -> Iterator[tuple[str, str]]:
         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root_dir}",
         "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: run JupyterLab's commands, read its models
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.extension_manager=readonly",
+        f"--config={ROOT / 'tools' / 'lab_config.py'}",  # as `make lab`: citations shown as author-year
     ]  # fmt: skip
     if os.geteuid() == 0:
         args.append("--allow-root")
@@ -159,7 +166,13 @@ def lab(tmp_path_factory):
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )  # fmt: skip
     with jupyter_lab(root, work) as server:
-        yield server
+        yield (*server, root)
+
+
+@pytest.fixture
+def lab_root(lab) -> Path:
+    """The folder the lab server serves (its copy of chapters/ and student/)."""
+    return lab[2]
 
 
 def _delete_sessions(base: str, token: str) -> None:
@@ -175,7 +188,7 @@ def _delete_sessions(base: str, token: str) -> None:
 @pytest.fixture
 def lab_page(lab, browser):
     """``open(path)``: a notebook of the lab server in a fresh page with the network cut off but for the server."""
-    base, token = lab
+    base, token, _ = lab
     host = urllib.parse.urlsplit(base).netloc
     outside: list[str] = []
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, service_workers="block")
@@ -228,7 +241,9 @@ STATE = """() => {
                               && [].concat(o.text).join('').includes('Traceback'))
                      .map(o => [].concat(o.text).join('').slice(-300)));
     const stream = outputs.filter(o => o.output_type === 'stream').map(o => [].concat(o.text).join('')).join('');
-    code.push({index: i, n: c.executionCount, errors, stream, tags: c.getMetadata('tags') || [],
+    const results = outputs.filter(o => o.output_type === 'execute_result')
+      .map(o => [].concat((o.data || {})['text/plain'] || []).join(''));
+    code.push({index: i, n: c.executionCount, errors, stream, results, tags: c.getMetadata('tags') || [],
                running: c.executionState === 'running'});
   }
   const prompts = Array.from(panel.node.querySelectorAll('.jp-InputPrompt')).map(e => e.textContent);
@@ -295,6 +310,84 @@ def assert_myst_rendered(page, name: str) -> None:
     page.screenshot(path=str(SCREENSHOTS / f"jupyterlab-{name}-exercises.png"))
 
 
+def _lab_server_tool():
+    spec = importlib.util.spec_from_file_location("lab_server_tool", ROOT / "tools" / "lab_server.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def expected_citation(chapter: str) -> tuple[str, str]:
+    """(role, author-year text) of the chapter's first ``{cite:t}`` with one key, from references.bib."""
+    tool = _lab_server_tool()
+    nb = json.loads((ROOT / "chapters" / f"{chapter}.ipynb").read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            match = re.search(r"\{cite:t\}`([\w-]+)`", "".join(cell["source"]))
+            if match:
+                text = tool._portable_tool.format_cite("cite:t", match.group(1), tool.bibliography(), [])
+                return match.group(0), text
+    pytest.fail(f"{chapter}: no {{cite:t}} citation to look for")
+
+
+def assert_citations_read_as_author_year(page, name: str) -> None:
+    """Every citation reads as author-year (a link to the bibliography page), none as its bare key."""
+    role, text = expected_citation(name)
+    not_found = page.locator(".jp-MarkdownCell .myst [title='Citation Not Found']").count()
+    assert not_found == 0, f"{name}: {not_found} citations shown as bare keys (jupyterlab-myst: Citation Not Found)"
+    link = page.locator(".jp-MarkdownCell .myst a", has_text=text).first
+    link.wait_for(timeout=30_000)
+    assert link.inner_text().strip() == text, f"{name}: {role} reads {link.inner_text()!r}, expected {text!r}"
+    assert "bibliography.md" in (link.get_attribute("href") or ""), f"{name}: {text} does not link the bibliography"
+    link.evaluate("e => e.scrollIntoView({block: 'center'})")
+    page.screenshot(path=str(SCREENSHOTS / f"jupyterlab-{name}-citation.png"))
+    print(f"{name}: {role} reads {text!r}")
+
+
+def assert_solutions_folded(page, name: str) -> None:
+    """Markdown solutions are closed <details>; solution code cells are folded and unfold on a click."""
+    details = page.locator(".jp-MarkdownCell details.myst-exercise")
+    if details.count():
+        closed = details.evaluate_all("ds => ds.filter(d => !d.open).length")
+        assert closed == details.count(), f"{name}: {details.count() - closed} markdown solutions open"
+    hidden = page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.content.widgets"
+        ".map((w, i) => [i, w.model.type, w.inputHidden, w.model.getMetadata('tags') || []])"
+        ".filter(([i, type, hidden, tags]) => type === 'code' && tags.includes('solution'))"
+    )
+    assert hidden, f"{name}: no solution code cell"
+    shown = [i for i, _, is_hidden, _ in hidden if not is_hidden]
+    assert not shown, f"{name}: solution code cells not folded in JupyterLab: {shown}"
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(hidden[0][0])  # the first solution code cell
+    assert cell.locator(".jp-InputPlaceholder").first.is_visible(), f"{name}: no fold bar on a solution cell"
+    cell.scroll_into_view_if_needed()
+    page.screenshot(path=str(SCREENSHOTS / f"jupyterlab-{name}-folded.png"))
+    assert not cell.locator(".jp-InputArea .cm-content").first.is_visible(), f"{name}: a folded cell shows its code"
+    cell.locator(".jp-InputPlaceholder .jp-Placeholder-content").first.click()
+    cell.locator(".jp-InputArea .cm-content").first.wait_for(state="visible", timeout=10_000)
+    assert "check(" in cell.locator(".jp-InputArea .cm-content").first.inner_text(), f"{name}: unfolded, no solution"
+    page.screenshot(path=str(SCREENSHOTS / f"jupyterlab-{name}-unfolded.png"))
+    if details.count():
+        first = details.first
+        first.locator("summary").first.click()
+        assert first.evaluate("d => d.open"), f"{name}: a markdown solution did not open on a click"
+    print(f"{name}: {len(hidden)} solution code cells folded; {details.count()} markdown solutions closed")
+
+
+def assert_saved_file_keeps_its_myst(page, name: str, root: Path) -> None:
+    """Saved from JupyterLab, the notebook's markdown is the chapter's, its citations roles again."""
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
+    saved = json.loads((root / "chapters" / f"{name}.ipynb").read_text(encoding="utf-8"))
+    chapter = json.loads((ROOT / "chapters" / f"{name}.ipynb").read_text(encoding="utf-8"))
+
+    def markdown(nb: dict) -> list[str]:
+        return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+
+    assert markdown(saved) == markdown(chapter), f"{name}: saving from JupyterLab changed the chapter's markdown"
+
+
 def move_widget(page, name: str, description: str, presses: int, button: str) -> None:
     """Draw the live view, move its slider by ``presses`` steps, draw again: the figure must change."""
     slider = page.locator(".widget-slider", has=page.locator(f".widget-label:text-is('{description}')")).first
@@ -326,7 +419,7 @@ def move_widget(page, name: str, description: str, presses: int, button: str) ->
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_chapter_runs_in_jupyterlab(lab_page, chapter):
+def test_chapter_runs_in_jupyterlab(lab_page, lab_root, chapter):
     if not RUN_ALL and chapter not in default_chapters():
         pytest.skip(
             f"{chapter} is not among the default chapters {DEFAULT_CHAPTERS} (it took {stored_seconds(chapter):.0f} s "
@@ -337,6 +430,9 @@ def test_chapter_runs_in_jupyterlab(lab_page, chapter):
     print(f"\n{chapter}: restart and run all in JupyterLab: {seconds:.1f} s ({len(state['code'])} code cells)")
     assert_ran_cleanly(chapter, state)
     assert_myst_rendered(page, chapter)
+    assert_citations_read_as_author_year(page, chapter)
+    assert_solutions_folded(page, chapter)
+    assert_saved_file_keeps_its_myst(page, chapter, lab_root)
     if chapter in WIDGETS:
         move_widget(page, chapter, *WIDGETS[chapter])
     page.screenshot(path=str(SCREENSHOTS / f"jupyterlab-{chapter}.png"))
@@ -356,6 +452,8 @@ def test_student_edition_starters_print_not_solved_yet(lab_page):
     assert starters, "the student edition has no starter cell (tag exercise-starter)"
     silent = [c["index"] for c in starters if "⏳" not in c["stream"]]
     assert not silent, f"starter cells that do not print ⏳: {silent}"
+    shown = {c["index"]: c["results"] for c in starters if c["results"]}
+    assert not shown, f"starter cells that show a value under ⏳ (the check call needs its ';'): {shown}"
     first = page.locator(".jp-CodeCell", has=page.locator(".jp-OutputArea-output", has_text="⏳")).first
     first.scroll_into_view_if_needed()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
