@@ -3,9 +3,11 @@
 // heads; pointing at a cell (or moving to it with the arrow keys) shows the query token, the key token and the
 // weight, pointing at a token shows its whole row or column.
 //
-// One ES module, no dependencies, for the static site and for a notebook:
-//   import { mount } from "./explorer.js";  const view = mount(element, data);  view.setData(other);
-//   anywidget: the default export's render({ model, el }) reads the JSON string in model.get("data_json").
+// One ES module, no dependencies, for the static site and for a notebook (it lives in lib/ because both use it):
+//   the site: import { mount } from "./explorer.js";  const view = mount(element, data);  view.setData(other);
+//     (the {attention-explorer} directive of tools/sphinxext/book_site.py inlines this file and calls mountAll);
+//   a notebook: lib.explorer.ExplorerWidget, an anywidget whose _esm is this file: the default export's
+//     render({ model, el }) reads the JSON strings in model.get("data_json") and model.get("view_json").
 //
 // `data` is what lib.explorer.explorer_data returns (tests/test_explorer.py describes it):
 //   { decimals: 3, sentences: [{ source, translation, src_tokens, tgt_tokens, tgt_input_tokens,
@@ -374,18 +376,23 @@ export function mount(root, data, options = {}) {
   };
 }
 
-/** Mount an explorer on every `[data-attention-explorer]` element whose data sits in a JSON <script> it names. */
+/**
+ * Mount an explorer on every `[data-attention-explorer]` element whose data sits in a JSON <script> it names;
+ * its `data-attention-explorer-view` attribute, if any, holds the first view as JSON ({ kind, layer, head }).
+ */
 export function mountAll(doc = document) {
   return [...doc.querySelectorAll("[data-attention-explorer]")].map((node) => {
     const source = doc.getElementById(node.dataset.attentionExplorer);
-    return mount(node, JSON.parse(source.textContent));
+    return mount(node, JSON.parse(source.textContent), JSON.parse(node.dataset.attentionExplorerView || "{}"));
   });
 }
 
-// anywidget (https://anywidget.dev): the same component in a notebook, its data in the model's "data_json".
+// anywidget (https://anywidget.dev): the same component in a notebook (lib.explorer.ExplorerWidget), its data in
+// the model's "data_json" and its first view in "view_json".
 export default {
   render({ model, el: root }) {
-    const view = mount(root, JSON.parse(model.get("data_json")));
+    const first = JSON.parse(model.get("view_json") || "{}");
+    const view = mount(root, JSON.parse(model.get("data_json")), first);
     const update = () => view.setData(JSON.parse(model.get("data_json")));
     model.on("change:data_json", update);
     return () => {
