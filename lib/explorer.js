@@ -155,14 +155,18 @@ export function mount(root, data, options = {}) {
     kindSelect.parentElement.hidden = present.length < 2;
     const layers = s.maps[state.kind].length;
     if (!(state.layer >= 0 && state.layer < layers)) state.layer = layers - 1;
-    fillOptions(layerSelect, [...Array(layers).keys()].map((l) => [l, `${l + 1} of ${layers}`]), state.layer);
+    // Layers and heads are counted from 0, as the book's chapters and lib count them.
+    const last = (i, n) => (i === n - 1 && n > 1 ? " (last)" : "");
+    fillOptions(layerSelect, [...Array(layers).keys()].map((l) => [l, `${l}${last(l, layers)}`]), state.layer);
+    layerSelect.parentElement.hidden = layers < 2; // a recurrent model has one attention
     const heads = s.maps[state.kind][state.layer].length;
     if (state.head !== "mean" && !(state.head >= 0 && state.head < heads)) state.head = "mean";
     fillOptions(
       headSelect,
-      [["mean", `mean of ${heads} heads`], ...[...Array(heads).keys()].map((h) => [h, `head ${h + 1}`])],
+      [["mean", `mean of ${heads} heads`], ...[...Array(heads).keys()].map((h) => [h, `head ${h}`])],
       state.head,
     );
+    headSelect.parentElement.hidden = heads < 2;
   }
 
   function draw() {
@@ -191,8 +195,8 @@ export function mount(root, data, options = {}) {
         role: "img",
         "aria-roledescription": "heatmap",
         "aria-label":
-          `${KINDS[state.kind]}, layer ${state.layer + 1}, ` +
-          `${state.head === "mean" ? "mean of the heads" : `head ${state.head + 1}`}: ` +
+          `${KINDS[state.kind]}, layer ${state.layer}, ` +
+          `${state.head === "mean" ? "mean of the heads" : `head ${state.head}`}: ` +
           `${rows.length} query rows by ${cols.length} key columns. Arrow keys move between cells.`,
         "aria-describedby": readout.id,
       },
