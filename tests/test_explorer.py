@@ -143,13 +143,18 @@ def test_a_kind_the_model_does_not_compute_is_named():
 # --- the notebook widget: the website's module, the website's JSON ------------------------------------------------
 
 
-def test_the_widget_runs_the_websites_module_byte_for_byte():
-    """One ES module for both: the widget's _esm is lib/explorer.js, the file the site build inlines and copies."""
+def _book_site():
     path = EXPLORER_ESM.parents[1] / "tools" / "sphinxext" / "book_site.py"
     spec = importlib.util.spec_from_file_location("book_site_ext", path)
     book_site = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = book_site  # its dataclasses look their module up while they are created
     spec.loader.exec_module(book_site)
+    return book_site
+
+
+def test_the_widget_runs_the_websites_module_byte_for_byte():
+    """One ES module for both: the widget's _esm is lib/explorer.js, the file the site build inlines and copies."""
+    book_site = _book_site()
     site_module = EXPLORER_ESM.parents[1] / book_site.EXPLORER_MODULE
     assert site_module.resolve() == EXPLORER_ESM.resolve()
     widget = ExplorerWidget({"format": EXPLORER_FORMAT, "decimals": 3, "sentences": [{"maps": {}}]})
@@ -185,3 +190,27 @@ def test_the_widget_carries_the_same_json_as_the_page(shipped, data):
 def test_the_widget_rejects_bad_data(data, view, error, match):
     with pytest.raises(error, match=match):
         ExplorerWidget(data, view=view)
+
+
+def test_the_site_leaves_the_notebooks_explorer_widget_state_out_of_the_page(shipped):
+    """A page embeds the explorer with the directive; the notebook's saved anywidget state would be a second copy."""
+    from sphinx.builders.html._assets import _JavaScript
+
+    book_site = _book_site()
+    widget = explorer_widget(shipped.model, shipped.tokenizer, SENTENCES[:1])
+    state = {
+        "version_major": 2,
+        "state": {
+            "slider": {"model_module": "@jupyter-widgets/controls", "state": {"value": 3}},
+            "explorer": {"model_module": "anywidget", "state": widget.get_state()},
+        },
+    }
+    body = json.dumps(state).replace("</", "<\\/")
+    page = _JavaScript(None, priority=500, type=book_site.WIDGET_STATE, body=body)
+    other = _JavaScript("x.js", priority=200)
+    context = {"script_files": [other, page]}
+    book_site._drop_anywidget_state(context)
+    kept = context["script_files"]
+    assert kept[0] is other and kept[1].attributes["type"] == book_site.WIDGET_STATE
+    assert json.loads(kept[1].attributes["body"])["state"] == {"slider": state["state"]["slider"]}
+    assert "</" not in kept[1].attributes["body"] and len(kept[1].attributes["body"]) < len(body) / 10

@@ -116,7 +116,33 @@ def _key(asset: Any) -> tuple:
 def _page_context(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
     _set_default_mode(context)
     _dedupe_assets(context)
+    _drop_anywidget_state(context)
     _portable_buttons(app, pagename, context)
+
+
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def _drop_anywidget_state(context: dict) -> None:
+    """Leave the notebook's anywidget models (the explorer widget: its ES module and its maps) out of the page.
+
+    MyST-NB copies a notebook's saved widget state into its page. The site draws no widget view
+    (``nb_ipywidgets_js: {}``), and a page shows the attention explorer with the ``{attention-explorer}``
+    directive, so the live explorer's state would only add its data and module a second time (about 64 kB on
+    the multi-head page)."""
+    scripts = context.get("script_files") or []
+    for index, asset in enumerate(scripts):
+        attributes = dict(getattr(asset, "attributes", {}) or {})
+        if attributes.get("type") != WIDGET_STATE or not attributes.get("body"):
+            continue
+        state = json.loads(attributes["body"])
+        models = state.get("state", {})
+        kept = {key: model for key, model in models.items() if model.get("model_module") != "anywidget"}
+        if len(kept) == len(models):
+            continue
+        state["state"] = kept
+        attributes["body"] = json.dumps(state).replace("</", "<\\/")  # as MyST-NB writes it: no </script> inside
+        scripts[index] = type(asset)(asset.filename, priority=asset.priority, **attributes)
 
 
 def _dedupe_assets(context: dict) -> None:
