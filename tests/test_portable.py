@@ -319,3 +319,29 @@ def test_the_site_leaves_out_launch_buttons_while_the_repository_url_is_the_plac
     real = Config("https://github.com/someone/attention-book")
     book_site._leave_out_placeholder_buttons(App(), real)
     assert real.html_theme_options == Config("https://github.com/someone/attention-book").html_theme_options
+
+
+def test_an_attention_explorer_becomes_the_code_that_draws_it_live(built):
+    """The website's {attention-explorer} (maps computed at build time) becomes, in a portable notebook, a note and
+    a code block that draws the same explorer in the notebook; the code runs and shows the directive's sentences."""
+    chapters_with = {
+        p.name: re.findall(r"(?ms)^```\{attention-explorer\}\n(.*?)^```", "\n".join(_markdown(_chapter(p.name))))
+        for p in CHAPTERS
+    }
+    chapters_with = {name: found for name, found in chapters_with.items() if found}
+    assert chapters_with, "no chapter uses the attention explorer"
+    blocks = {}
+    for name, directives in chapters_with.items():
+        text = "\n".join(_markdown(built[name]))
+        assert "{attention-explorer}" not in text and "**Attention explorer.**" in text
+        codes = re.findall(r"(?ms)^```python\n(from lib\.checkpoint import SHIPPED_MODEL.*?)^```", text)
+        assert len(codes) == len(directives), name
+        for body, code in zip(directives, codes):
+            sentences = [line for line in body.splitlines() if line.strip() and not line.startswith(":")]
+            assert all(json.dumps(s, ensure_ascii=False) in code for s in sentences), (name, sentences)
+            compile(code, name, "exec")
+            blocks[name] = (code, sentences)
+    code, sentences = blocks["bahdanau_attention.ipynb"]  # the recurrent model: quick to run
+    namespace: dict = {}
+    exec(code.replace("explorer_widget(run.model", "widget = explorer_widget(run.model"), namespace)
+    assert [s["source"] for s in namespace["widget"].data["sentences"]] == sentences

@@ -16,6 +16,9 @@ CommonMark, ``$…$`` / ``$$…$$`` maths and a little HTML:
 - ``{doc}`` a link to the other portable notebook (or to the page's source for the non-notebook pages),
   ``{ref}`` / ``{numref}`` the target's name ("Exercise 3", a section title), ``{eq}`` the equation's number;
 - ``{figure}`` / ``{image}``: a markdown image;
+- ``{attention-explorer}`` (the website's attention explorer, drawn from maps computed at build time): a note
+  that the website shows it there, and the code that draws the same explorer live in the notebook
+  (``lib.explorer.explorer_widget``, the same ES module as an anywidget);
 - the Colab set-up cell (``tools/colab_cell.py``): while ``repository.url`` in ``_config.yml`` is the placeholder,
   a cell that clones nothing and says why on Colab (the chapters keep the cell written from the URL).
 
@@ -319,7 +322,36 @@ def find_closing(lines: list[str], start: int, fence: str) -> int:
     return -1
 
 
+def attention_explorer(options: dict[str, str], body: str) -> str:
+    """The website's ``{attention-explorer}`` as a note and the code that draws it live in a notebook."""
+    sentences = [line.strip() for line in body.splitlines() if line.strip()]
+    run = options.get("run", "models/de-en").strip().rstrip("/")
+    # models/NAME relative to the book, as lib finds it from anywhere (the notebook's folder is not the book's)
+    folder = "SHIPPED_MODEL" if run == "models/de-en" else f'SHIPPED_MODEL.parent / "{Path(run).name}"'
+    args = ""
+    if "kinds" in options:
+        args += f", kinds={json.dumps(options['kinds'].replace(',', ' ').split())}"
+    view = {k: options[k].strip() for k in ("kind", "layer", "head") if k in options}
+    view = {k: (int(v) if k == "layer" or (k == "head" and v.isdigit()) else v) for k, v in view.items()}
+    if view:
+        args += f", view={json.dumps(view)}"
+    listed = "".join(f"    {json.dumps(s, ensure_ascii=False)},\n" for s in sentences)
+    code = (
+        "from lib.checkpoint import SHIPPED_MODEL, load_run\nfrom lib.explorer import explorer_widget\n\n"
+        f"run = load_run({folder})\nexplorer_widget(run.model, run.tokenizer, [\n{listed}]{args})"
+    )
+    return (
+        quote(
+            "**Attention explorer.** The book's website shows the attention explorer here: every map of the model "
+            "for the sentences below, with hover. In a notebook, a code cell with this code draws it live:"
+        )
+        + f"\n\n```python\n{code}\n```"
+    )
+
+
 def convert_directive(name: str, arg: str, options: dict[str, str], body: str, ctx: Context) -> str:
+    if name == "attention-explorer":
+        return attention_explorer(options, body)
     body = body.strip("\n")
     body = convert_markdown(body, ctx) if name not in ("math", "code", "code-block", "code-cell") else body
     anchor = f'<a id="{options["label"]}"></a>\n\n' if "label" in options else ""

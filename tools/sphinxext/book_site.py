@@ -19,7 +19,8 @@ Loaded by ``_config.yml`` (``sphinx.local_extensions``). Found with the browser 
    twice under Jupyter Book, and the second copy throws "Identifier 'THEBE_JS_URL' has already been
    declared". We drop exact duplicates from each page's script and stylesheet lists, keeping the first.
 
-It also puts the book's own JavaScript into the site: ``tools/explorer/*.js`` (the attention explorer and the
+It also puts the book's own JavaScript into the site: ``lib/explorer.js`` (the attention explorer, in ``lib``
+because the notebook widget ``lib.explorer.ExplorerWidget`` runs the same module) and ``tools/explorer/*.js`` (the
 live translator) into ``_static/explorer/``, and the ONNX export of the shipped model, which ``make book`` writes
 into ``_build/live/`` (``python -m lib.export``), into ``_static/live/``. Only the pages that use them load them
 (``chapters/translate_live.md`` imports ``_static/explorer/live.js`` from its own script). A build without the
@@ -43,21 +44,30 @@ page, in a Markdown page or a notebook's Markdown cell alike::
     ```{attention-explorer}
     :run: models/de-en
     :decimals: 3
+    :kinds: encoder cross
+    :kind: encoder
+    :layer: 0
+    :head: 1
     Ein Hund läuft über die Wiese.
     Zwei Männer spielen Fußball.
     ```
 
 At build time it translates the sentences (one per line) with the run (default: the shipped model) and embeds
 what :func:`lib.explorer.explorer_data` returns as JSON, with the explorer's module inline (once per page), so
-the explorer also works when the page is opened from a file.
+the explorer also works when the page is opened from a file. Options: ``:run:`` the model's folder,
+``:decimals:`` of each weight, ``:kinds:`` the kinds of map to embed (some of ``encoder decoder cross``; default:
+every kind the model computes), and the first view the reader sees: ``:kind:``, ``:layer:`` and ``:head:``
+(counted from 0, or ``mean``; default: cross-attention or the first kind, the last layer, the mean of the heads).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
 import sys
 from dataclasses import dataclass, field
+from html import escape as html_escape
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -106,7 +116,33 @@ def _key(asset: Any) -> tuple:
 def _page_context(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
     _set_default_mode(context)
     _dedupe_assets(context)
+    _drop_anywidget_state(context)
     _portable_buttons(app, pagename, context)
+
+
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def _drop_anywidget_state(context: dict) -> None:
+    """Leave the notebook's anywidget models (the explorer widget: its ES module and its maps) out of the page.
+
+    MyST-NB copies a notebook's saved widget state into its page. The site draws no widget view
+    (``nb_ipywidgets_js: {}``), and a page shows the attention explorer with the ``{attention-explorer}``
+    directive, so the live explorer's state would only add its data and module a second time (about 64 kB on
+    the multi-head page)."""
+    scripts = context.get("script_files") or []
+    for index, asset in enumerate(scripts):
+        attributes = dict(getattr(asset, "attributes", {}) or {})
+        if attributes.get("type") != WIDGET_STATE or not attributes.get("body"):
+            continue
+        state = json.loads(attributes["body"])
+        models = state.get("state", {})
+        kept = {key: model for key, model in models.items() if model.get("model_module") != "anywidget"}
+        if len(kept) == len(models):
+            continue
+        state["state"] = kept
+        attributes["body"] = json.dumps(state).replace("</", "<\\/")  # as MyST-NB writes it: no </script> inside
+        scripts[index] = type(asset)(asset.filename, priority=asset.priority, **attributes)
 
 
 def _dedupe_assets(context: dict) -> None:
@@ -231,7 +267,8 @@ def _leave_out_placeholder_buttons(app: Any, config: Any) -> None:
     )
 
 
-EXPLORER_SOURCE = Path("tools") / "explorer"  # relative to the book's root (Sphinx's source folder)
+EXPLORER_MODULE = Path("lib") / "explorer.js"  # the explorer, relative to the book's root (Sphinx's source folder)
+EXPLORER_SOURCE = Path("tools") / "explorer"  # the live translator's modules (they import ./explorer.js)
 LIVE_EXPORT = Path("_build") / "live"  # where `make book` runs `python -m lib.export --out`
 LIVE_FILES = ("manifest.json", "encoder.onnx", "decoder.onnx", "weights.bin", "tokenizer.json")
 LIVE_COMMAND = "python -m lib.export --run models/de-en --out _build/live --dtype fp16"
@@ -259,7 +296,7 @@ def _copy_scripts(app: Any, exception: Exception | None) -> None:
     target = static / "explorer"
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
-    for script in sorted((root / EXPLORER_SOURCE).glob("*.js")):
+    for script in [root / EXPLORER_MODULE, *sorted((root / EXPLORER_SOURCE).glob("*.js"))]:
         shutil.copy2(script, target / script.name)
     live = static / "live"
     shutil.rmtree(live, ignore_errors=True)
@@ -273,7 +310,31 @@ class AttentionExplorer(SphinxDirective):
     """``{attention-explorer}``: every attention map of the model's translations of the given sentences."""
 
     has_content = True
-    option_spec: ClassVar[dict] = {"run": directives.unchanged, "decimals": directives.positive_int}
+    option_spec: ClassVar[dict] = {
+        "run": directives.unchanged,
+        "decimals": directives.positive_int,
+        "kinds": directives.unchanged,
+        "kind": directives.unchanged,
+        "layer": directives.nonnegative_int,
+        "head": directives.unchanged,
+    }
+
+    def _view(self, kinds: list[str] | None) -> dict:
+        """The first view from ``:kind:``, ``:layer:`` and ``:head:`` (checked here: the page must not break)."""
+        view: dict = {}
+        if "kind" in self.options:
+            kind = self.options["kind"].strip()
+            if kind not in (kinds or ("encoder", "decoder", "cross")):
+                raise self.error(f"attention-explorer: :kind: must be one of {kinds or 'encoder decoder cross'}")
+            view["kind"] = kind
+        if "layer" in self.options:
+            view["layer"] = self.options["layer"]
+        if "head" in self.options:
+            head = self.options["head"].strip()
+            if head != "mean" and not head.isdigit():
+                raise self.error(f"attention-explorer: :head: must be a head's index from 0 or mean, got {head!r}")
+            view["head"] = head if head == "mean" else int(head)
+        return view
 
     def run(self) -> list:
         from lib.checkpoint import SHIPPED_MODEL, load_run
@@ -282,21 +343,31 @@ class AttentionExplorer(SphinxDirective):
         sentences = [line.strip() for line in self.content if line.strip()]
         if not sentences:
             raise self.error("attention-explorer: give one source sentence per line as the directive's content")
+        kinds = self.options["kinds"].replace(",", " ").split() if "kinds" in self.options else None
+        view = self._view(kinds)
         run_dir = Path(self.env.srcdir) / self.options.get("run", str(SHIPPED_MODEL))
         for name in ("model.pt", "config.json", "tokenizer.json"):
             self.env.note_dependency(str(run_dir / name))  # rebuild the page when the model changes
-        script = Path(self.env.srcdir) / EXPLORER_SOURCE / "explorer.js"
+        script = Path(self.env.srcdir) / EXPLORER_MODULE
         self.env.note_dependency(str(script))
         try:
             run = load_run(run_dir)
-            data = explorer_data(run.model, run.tokenizer, sentences, decimals=self.options.get("decimals", 3))
+            data = explorer_data(
+                run.model, run.tokenizer, sentences, decimals=self.options.get("decimals", 3), kinds=kinds
+            )
         except (FileNotFoundError, ValueError, TypeError) as err:
             raise self.error(f"attention-explorer: {err}") from None
+        first = data["sentences"][0]["maps"]
+        layers = len(first[view.get("kind", "cross" if "cross" in first else next(iter(first)))])
+        if view.get("layer", 0) >= layers:
+            raise self.error(f"attention-explorer: :layer: must be below {layers}, got {view['layer']}")
         count = self.env.temp_data.get("attention_explorers", 0)
         self.env.temp_data["attention_explorers"] = count + 1
         ident = f"attention-explorer-{count}"
+        view_attribute = f' data-attention-explorer-view="{html_escape(json.dumps(view))}"' if view else ""
         html = (
-            f'<div class="attention-explorer-embed" data-attention-explorer="{ident}-data" id="{ident}"></div>\n'
+            f'<div class="attention-explorer-embed" data-attention-explorer="{ident}-data" id="{ident}"'
+            f"{view_attribute}></div>\n"
             f'<script type="application/json" id="{ident}-data">{explorer_json(data)}</script>\n'
         )
         if count == 0:  # the module once per page, inline: module scripts from file:// URLs are blocked

@@ -3,9 +3,11 @@
 // heads; pointing at a cell (or moving to it with the arrow keys) shows the query token, the key token and the
 // weight, pointing at a token shows its whole row or column.
 //
-// One ES module, no dependencies, for the static site and for a notebook:
-//   import { mount } from "./explorer.js";  const view = mount(element, data);  view.setData(other);
-//   anywidget: the default export's render({ model, el }) reads the JSON string in model.get("data_json").
+// One ES module, no dependencies, for the static site and for a notebook (it lives in lib/ because both use it):
+//   the site: import { mount } from "./explorer.js";  const view = mount(element, data);  view.setData(other);
+//     (the {attention-explorer} directive of tools/sphinxext/book_site.py inlines this file and calls mountAll);
+//   a notebook: lib.explorer.ExplorerWidget, an anywidget whose _esm is this file: the default export's
+//     render({ model, el }) reads the JSON strings in model.get("data_json") and model.get("view_json").
 //
 // `data` is what lib.explorer.explorer_data returns (tests/test_explorer.py describes it):
 //   { decimals: 3, sentences: [{ source, translation, src_tokens, tgt_tokens, tgt_input_tokens,
@@ -153,14 +155,18 @@ export function mount(root, data, options = {}) {
     kindSelect.parentElement.hidden = present.length < 2;
     const layers = s.maps[state.kind].length;
     if (!(state.layer >= 0 && state.layer < layers)) state.layer = layers - 1;
-    fillOptions(layerSelect, [...Array(layers).keys()].map((l) => [l, `${l + 1} of ${layers}`]), state.layer);
+    // Layers and heads are counted from 0, as the book's chapters and lib count them.
+    const last = (i, n) => (i === n - 1 && n > 1 ? " (last)" : "");
+    fillOptions(layerSelect, [...Array(layers).keys()].map((l) => [l, `${l}${last(l, layers)}`]), state.layer);
+    layerSelect.parentElement.hidden = layers < 2; // a recurrent model has one attention
     const heads = s.maps[state.kind][state.layer].length;
     if (state.head !== "mean" && !(state.head >= 0 && state.head < heads)) state.head = "mean";
     fillOptions(
       headSelect,
-      [["mean", `mean of ${heads} heads`], ...[...Array(heads).keys()].map((h) => [h, `head ${h + 1}`])],
+      [["mean", `mean of ${heads} heads`], ...[...Array(heads).keys()].map((h) => [h, `head ${h}`])],
       state.head,
     );
+    headSelect.parentElement.hidden = heads < 2;
   }
 
   function draw() {
@@ -189,8 +195,8 @@ export function mount(root, data, options = {}) {
         role: "img",
         "aria-roledescription": "heatmap",
         "aria-label":
-          `${KINDS[state.kind]}, layer ${state.layer + 1}, ` +
-          `${state.head === "mean" ? "mean of the heads" : `head ${state.head + 1}`}: ` +
+          `${KINDS[state.kind]}, layer ${state.layer}, ` +
+          `${state.head === "mean" ? "mean of the heads" : `head ${state.head}`}: ` +
           `${rows.length} query rows by ${cols.length} key columns. Arrow keys move between cells.`,
         "aria-describedby": readout.id,
       },
@@ -374,18 +380,23 @@ export function mount(root, data, options = {}) {
   };
 }
 
-/** Mount an explorer on every `[data-attention-explorer]` element whose data sits in a JSON <script> it names. */
+/**
+ * Mount an explorer on every `[data-attention-explorer]` element whose data sits in a JSON <script> it names;
+ * its `data-attention-explorer-view` attribute, if any, holds the first view as JSON ({ kind, layer, head }).
+ */
 export function mountAll(doc = document) {
   return [...doc.querySelectorAll("[data-attention-explorer]")].map((node) => {
     const source = doc.getElementById(node.dataset.attentionExplorer);
-    return mount(node, JSON.parse(source.textContent));
+    return mount(node, JSON.parse(source.textContent), JSON.parse(node.dataset.attentionExplorerView || "{}"));
   });
 }
 
-// anywidget (https://anywidget.dev): the same component in a notebook, its data in the model's "data_json".
+// anywidget (https://anywidget.dev): the same component in a notebook (lib.explorer.ExplorerWidget), its data in
+// the model's "data_json" and its first view in "view_json".
 export default {
   render({ model, el: root }) {
-    const view = mount(root, JSON.parse(model.get("data_json")));
+    const first = JSON.parse(model.get("view_json") || "{}");
+    const view = mount(root, JSON.parse(model.get("data_json")), first);
     const update = () => view.setData(JSON.parse(model.get("data_json")));
     model.on("change:data_json", update);
     return () => {
