@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ._checks import check_int as _check_int
 from .positional import alibi_bias, apply_rotary
 
 __all__ = [
@@ -28,15 +29,6 @@ __all__ = [
     "causal_mask",
     "padding_mask",
 ]
-
-
-def _check_int(value: object, name: str, minimum: int | None = None) -> int:
-    """``value`` as an int (>= minimum if given); a bool, float or str is a TypeError, a smaller int a ValueError."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-    return int(value)
 
 
 def _check_probability(value: object, name: str, upper: float = 1.0) -> None:

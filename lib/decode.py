@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from ._checks import check_int as _check_int
 from .gpt import GPT
 from .interfaces import EncoderDecoder
 from .modern import ModernGPT
@@ -44,12 +45,6 @@ __all__ = [
     "sample_next_token",
     "generate",
 ]
-
-
-def _check_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
-    return int(value)
 
 
 def _max_steps(model: EncoderDecoder, src: Tensor, max_len: int | None, bos_id: int, eos_id: int) -> int:

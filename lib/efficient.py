@@ -39,6 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ._checks import positive_int as _positive_int
 from .attention import scaled_dot_product_attention
 
 __all__ = [
@@ -62,15 +63,6 @@ _SELF_SCORE = -1e5  # Reformer's score for "attend to yourself" when it is maske
 # --------------------------------------------------------------------------------------------
 # Validation
 # --------------------------------------------------------------------------------------------
-
-
-def _positive_int(value: Any, name: str) -> int:
-    """``value`` as an int >= 1; a bool, float or str is a TypeError, an int < 1 a ValueError."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be a positive integer (>= 1), got {value!r} ({type(value).__name__})")
-    if value < 1:
-        raise ValueError(f"{name} must be a positive integer (>= 1), got {value!r}")
-    return value
 
 
 def _check_qkv(query: Tensor, key: Tensor, value: Tensor, self_attention: bool) -> None:
