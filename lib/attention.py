@@ -39,6 +39,15 @@ def _check_probability(value: object, name: str, upper: float = 1.0) -> None:
         raise ValueError(f"{name} must be in [0, {upper:g}], got {value}")
 
 
+def _check_heads(d_model: int, num_heads: int) -> None:
+    """num_heads divides d_model: each head gets d_k = d_model / num_heads features."""
+    if d_model % num_heads != 0:
+        raise ValueError(
+            f"d_model ({d_model}) must be divisible by num_heads ({num_heads}): "
+            f"each head gets d_k = d_model / num_heads features"
+        )
+
+
 def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> None:
     """Query, key and value: tensors of one floating dtype and device, ``(..., seq, d)``, whose sizes fit."""
     for name, t in (("query", query), ("key", key), ("value", value)):
@@ -216,6 +225,18 @@ class KeyValue:
     value: Tensor
 
 
+def _attend_heads(
+    q: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, dropout_p: float, fused: bool
+) -> tuple[Tensor, Tensor | None]:
+    """Attention over projected heads ``(batch, heads, seq, d_k)``: torch's fused kernel (no weights) if ``fused``."""
+    if not fused:
+        return scaled_dot_product_attention(q, key, value, mask, dropout_p=dropout_p)
+    _check_qkv(q, key, value)
+    if mask is not None:
+        _check_mask(mask, torch.Size((*q.shape[:-1], key.size(-2))))
+    return F.scaled_dot_product_attention(q, key, value, attn_mask=mask, dropout_p=dropout_p), None
+
+
 class MultiHeadAttention(nn.Module):
     """MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O, head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V).
 
@@ -246,11 +267,7 @@ class MultiHeadAttention(nn.Module):
         _check_probability(dropout, "dropout")
         if d_model < 1 or num_heads < 1:
             raise ValueError(f"d_model and num_heads must be positive, got {d_model} and {num_heads}")
-        if d_model % num_heads != 0:
-            raise ValueError(
-                f"d_model ({d_model}) must be divisible by num_heads ({num_heads}): "
-                f"each head gets d_k = d_model / num_heads features"
-            )
+        _check_heads(d_model, num_heads)
         self.d_model = d_model
         self.num_heads = num_heads
         self.d_k = d_model // num_heads
@@ -273,6 +290,16 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(
                 f"{name} has batch size {x.size(0)} but the key and value have {kv.key.size(0)}: "
                 "every query sentence needs its own keys and values"
+            )
+
+    def _check_key_value(self, key: Tensor, value: Tensor) -> None:
+        """``key`` and ``value`` are floating ``(batch, seq_k, d_model)`` tensors of the same batch and length."""
+        self._check(key, "key")
+        self._check(value, "value")
+        if key.shape[:2] != value.shape[:2]:
+            raise ValueError(
+                f"key and value must have the same (batch, seq_k), got {tuple(key.shape[:2])} and "
+                f"{tuple(value.shape[:2])}"
             )
 
     def split_heads(self, x: Tensor) -> Tensor:
@@ -314,13 +341,7 @@ class MultiHeadAttention(nn.Module):
             TypeError: key or value is not a tensor.
             ValueError: wrong shapes or dtypes, or key and value of different lengths.
         """
-        self._check(key, "key")
-        self._check(value, "value")
-        if key.shape[:2] != value.shape[:2]:
-            raise ValueError(
-                f"key and value must have the same (batch, seq_k), got {tuple(key.shape[:2])} and "
-                f"{tuple(value.shape[:2])}"
-            )
+        self._check_key_value(key, value)
         return KeyValue(self.split_heads(self.w_k(key)), self.split_heads(self.w_v(value)))
 
     def attend(
@@ -430,11 +451,7 @@ class GroupedQueryAttention(nn.Module):
         for name, value in (("d_model", d_model), ("num_heads", num_heads), ("num_kv_heads", num_kv_heads)):
             _check_int(value, name, 1)
         _check_probability(dropout, "dropout")
-        if d_model % num_heads != 0:
-            raise ValueError(
-                f"d_model ({d_model}) must be divisible by num_heads ({num_heads}): "
-                f"each head gets d_k = d_model / num_heads features"
-            )
+        _check_heads(d_model, num_heads)
         if num_heads % num_kv_heads != 0:
             raise ValueError(
                 f"num_kv_heads ({num_kv_heads}) must divide num_heads ({num_heads}): each key/value head serves "
@@ -453,6 +470,7 @@ class GroupedQueryAttention(nn.Module):
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
 
     _check = MultiHeadAttention._check
+    _check_key_value = MultiHeadAttention._check_key_value
 
     def _split(self, x: Tensor, heads: int) -> Tensor:
         batch, seq, _ = x.shape
@@ -488,13 +506,7 @@ class GroupedQueryAttention(nn.Module):
             TypeError: key or value is not a tensor.
             ValueError: wrong shapes or dtypes, or key and value of different lengths.
         """
-        self._check(key, "key")
-        self._check(value, "value")
-        if key.shape[:2] != value.shape[:2]:
-            raise ValueError(
-                f"key and value must have the same (batch, seq_k), got {tuple(key.shape[:2])} and "
-                f"{tuple(value.shape[:2])}"
-            )
+        self._check_key_value(key, value)
         return KeyValue(self._split(self.w_k(key), self.num_kv_heads), self._split(self.w_v(value), self.num_kv_heads))
 
     def attend_heads(
@@ -532,14 +544,7 @@ class GroupedQueryAttention(nn.Module):
         key = kv.key.repeat_interleave(self.group_size, dim=1)  # (batch, num_heads, seq_k, d_k)
         value = kv.value.repeat_interleave(self.group_size, dim=1)
         p = self.dropout if self.training else 0.0
-        if self.fused and not return_attention:
-            _check_qkv(q, key, value)
-            if mask is not None:
-                _check_mask(mask, torch.Size((*q.shape[:-1], key.size(-2))))
-            out = F.scaled_dot_product_attention(q, key, value, attn_mask=mask, dropout_p=p)
-            weights = None
-        else:
-            out, weights = scaled_dot_product_attention(q, key, value, mask, dropout_p=p)
+        out, weights = _attend_heads(q, key, value, mask, p, fused=self.fused and not return_attention)
         batch, _, seq_q, _ = out.shape
         out = out.transpose(1, 2).reshape(batch, seq_q, self.d_model)  # Concat(head_1, ..., head_h)
         return self.w_o(out), weights
@@ -659,12 +664,7 @@ class RotaryMultiHeadAttention(MultiHeadAttention):
         self, q: Tensor, kv: KeyValue, mask: Tensor | None, return_attention: bool
     ) -> tuple[Tensor, Tensor | None]:
         p = self.dropout if self.training else 0.0
-        if self.fused and not return_attention:
-            if mask is not None:
-                _check_mask(mask, torch.Size((*q.shape[:-1], kv.key.size(-2))))
-            out, weights = F.scaled_dot_product_attention(q, kv.key, kv.value, attn_mask=mask, dropout_p=p), None
-        else:
-            out, weights = scaled_dot_product_attention(q, kv.key, kv.value, mask, dropout_p=p)
+        out, weights = _attend_heads(q, kv.key, kv.value, mask, p, fused=self.fused and not return_attention)
         return self.w_o(self.merge_heads(out)), weights
 
 
