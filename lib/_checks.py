@@ -1,4 +1,4 @@
-"""The argument checks that the models and the code above them share: integers, and the fields of a model config.
+"""The argument checks that the models and the code above them share: integers, model configs, sampling.
 
 A leaf: it imports nothing from ``lib``, so every layer may use it. The messages name the argument and the value
 expected (the book's rule for bad input): ``TypeError`` for a value of the wrong type (a bool is not an int,
@@ -7,10 +7,13 @@ though Python says it is), ``ValueError`` for one out of range.
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
-__all__ = ["check_int", "positive_int", "check_model_config"]
+import torch
+
+__all__ = ["check_int", "positive_int", "check_model_config", "check_sampling", "check_new_tokens"]
 
 
 def check_int(value: object, name: str, minimum: int | None = None) -> int:
@@ -83,3 +86,42 @@ def check_model_config(config: Any, sizes: tuple[str, ...], activations: tuple[s
         raise ValueError(f"pad_id must be in [0, vocab_size={config.vocab_size}), got {config.pad_id}")
     if activations and config.activation not in activations:
         raise ValueError(f"activation must be one of {activations}, got {config.activation!r}")
+
+
+def check_sampling(temperature: object, top_k: object, generator: object) -> None:
+    """The sampling arguments of ``lib.gpt.generate`` and ``lib.decode``'s samplers.
+
+    Args:
+        temperature: T ≥ 0, finite (0 = greedy).
+        top_k: an int ≥ 1, or None.
+        generator: a ``torch.Generator``, or None.
+
+    Raises:
+        TypeError: temperature not a number; top_k not an int; generator not a ``torch.Generator``.
+        ValueError: temperature < 0 or not finite; top_k < 1.
+    """
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
+        raise TypeError(f"temperature must be a number >= 0, got {temperature!r}")
+    if not (math.isfinite(temperature) and temperature >= 0):
+        raise ValueError(f"temperature must be >= 0 (0 = greedy) and finite, got {temperature}")
+    if top_k is not None and check_int(top_k, "top_k") < 1:
+        raise ValueError(f"top_k must be >= 1 or None, got {top_k}")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+
+
+def check_new_tokens(max_new_tokens: object, eos_id: object) -> None:
+    """The length arguments of ``lib.gpt.generate`` and ``lib.decode.generate``.
+
+    Args:
+        max_new_tokens: an int ≥ 0.
+        eos_id: an int, or None.
+
+    Raises:
+        TypeError: max_new_tokens or eos_id not an int.
+        ValueError: max_new_tokens < 0.
+    """
+    if check_int(max_new_tokens, "max_new_tokens") < 0:
+        raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+    if eos_id is not None:
+        check_int(eos_id, "eos_id")
