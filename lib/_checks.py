@@ -1,4 +1,4 @@
-"""The argument checks that the models and the code above them share: integers, model configs, sampling.
+"""The argument checks that the models and the code above them share: ints, model configs, sampling, q/k/v.
 
 A leaf: it imports nothing from ``lib``, so every layer may use it. The messages name the argument and the value
 expected (the book's rule for bad input): ``TypeError`` for a value of the wrong type (a bool is not an int,
@@ -12,8 +12,9 @@ import numbers
 from typing import Any
 
 import torch
+from torch import Tensor
 
-__all__ = ["check_int", "positive_int", "check_model_config", "check_sampling", "check_new_tokens"]
+__all__ = ["check_int", "positive_int", "check_model_config", "check_sampling", "check_new_tokens", "check_qkv_tensors"]
 
 
 def check_int(value: object, name: str, minimum: int | None = None) -> int:
@@ -125,3 +126,33 @@ def check_new_tokens(max_new_tokens: object, eos_id: object) -> None:
         raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
     if eos_id is not None:
         check_int(eos_id, "eos_id")
+
+
+def check_qkv_tensors(query: object, key: object, value: object) -> None:
+    """Query, key and value are floating-point tensors ``(..., seq, features)`` of one dtype, on one device.
+
+    Only what every attention function needs; how their sizes must fit is the caller's (a broadcast batch, equal
+    leading dimensions, self-attention's ``seq_q == seq_k``, ...).
+
+    Args:
+        query: ``(..., seq_q, d_k)``.
+        key: ``(..., seq_k, d_k)``.
+        value: ``(..., seq_k, d_v)``.
+
+    Raises:
+        TypeError: query, key or value is not a ``torch.Tensor``.
+        ValueError: fewer than 2 dimensions; not floating point; key or value of another dtype or device than query.
+    """
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() < 2:
+            raise ValueError(f"{name} needs at least 2 dimensions (..., seq, features), got shape {tuple(t.shape)}")
+        if not t.is_floating_point():
+            raise ValueError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
+    for name, t in (("key", key), ("value", value)):
+        if t.dtype != query.dtype or t.device != query.device:
+            raise ValueError(
+                f"query, key and value must share one dtype and device, got query {query.dtype} on {query.device} "
+                f"and {name} {t.dtype} on {t.device}"
+            )

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._checks import check_int as _check_int
+from ._checks import check_qkv_tensors
 from .positional import alibi_bias, apply_rotary
 
 __all__ = [
@@ -50,19 +51,7 @@ def _check_heads(d_model: int, num_heads: int) -> None:
 
 def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> None:
     """Query, key and value: tensors of one floating dtype and device, ``(..., seq, d)``, whose sizes fit."""
-    for name, t in (("query", query), ("key", key), ("value", value)):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.dim() < 2:
-            raise ValueError(f"{name} needs at least 2 dimensions (..., seq, features), got shape {tuple(t.shape)}")
-        if not t.is_floating_point():
-            raise ValueError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
-    for name, t in (("key", key), ("value", value)):
-        if t.dtype != query.dtype or t.device != query.device:
-            raise ValueError(
-                f"query, key and value must share one dtype and device, got query {query.dtype} on {query.device} "
-                f"and {name} {t.dtype} on {t.device}"
-            )
+    check_qkv_tensors(query, key, value)
     if query.size(-1) != key.size(-1):
         raise ValueError(
             f"query and key must have the same d_k (last dimension), got {query.size(-1)} and {key.size(-1)}"
