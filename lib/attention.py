@@ -17,6 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ._checks import check_int as _check_int
+from ._checks import check_qkv_tensors
 from .positional import alibi_bias, apply_rotary
 
 __all__ = [
@@ -30,15 +32,6 @@ __all__ = [
 ]
 
 
-def _check_int(value: object, name: str, minimum: int | None = None) -> int:
-    """``value`` as an int (>= minimum if given); a bool, float or str is a TypeError, a smaller int a ValueError."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-    return int(value)
-
-
 def _check_probability(value: object, name: str, upper: float = 1.0) -> None:
     """A dropout probability: a real number in [0, upper] (NaN fails the range check)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -47,21 +40,18 @@ def _check_probability(value: object, name: str, upper: float = 1.0) -> None:
         raise ValueError(f"{name} must be in [0, {upper:g}], got {value}")
 
 
+def _check_heads(d_model: int, num_heads: int) -> None:
+    """num_heads divides d_model: each head gets d_k = d_model / num_heads features."""
+    if d_model % num_heads != 0:
+        raise ValueError(
+            f"d_model ({d_model}) must be divisible by num_heads ({num_heads}): "
+            f"each head gets d_k = d_model / num_heads features"
+        )
+
+
 def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> None:
     """Query, key and value: tensors of one floating dtype and device, ``(..., seq, d)``, whose sizes fit."""
-    for name, t in (("query", query), ("key", key), ("value", value)):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.dim() < 2:
-            raise ValueError(f"{name} needs at least 2 dimensions (..., seq, features), got shape {tuple(t.shape)}")
-        if not t.is_floating_point():
-            raise ValueError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
-    for name, t in (("key", key), ("value", value)):
-        if t.dtype != query.dtype or t.device != query.device:
-            raise ValueError(
-                f"query, key and value must share one dtype and device, got query {query.dtype} on {query.device} "
-                f"and {name} {t.dtype} on {t.device}"
-            )
+    check_qkv_tensors(query, key, value)
     if query.size(-1) != key.size(-1):
         raise ValueError(
             f"query and key must have the same d_k (last dimension), got {query.size(-1)} and {key.size(-1)}"
@@ -224,6 +214,18 @@ class KeyValue:
     value: Tensor
 
 
+def _attend_heads(
+    q: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, dropout_p: float, fused: bool
+) -> tuple[Tensor, Tensor | None]:
+    """Attention over projected heads ``(batch, heads, seq, d_k)``: torch's fused kernel (no weights) if ``fused``."""
+    if not fused:
+        return scaled_dot_product_attention(q, key, value, mask, dropout_p=dropout_p)
+    _check_qkv(q, key, value)
+    if mask is not None:
+        _check_mask(mask, torch.Size((*q.shape[:-1], key.size(-2))))
+    return F.scaled_dot_product_attention(q, key, value, attn_mask=mask, dropout_p=dropout_p), None
+
+
 class MultiHeadAttention(nn.Module):
     """MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O, head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V).
 
@@ -254,11 +256,7 @@ class MultiHeadAttention(nn.Module):
         _check_probability(dropout, "dropout")
         if d_model < 1 or num_heads < 1:
             raise ValueError(f"d_model and num_heads must be positive, got {d_model} and {num_heads}")
-        if d_model % num_heads != 0:
-            raise ValueError(
-                f"d_model ({d_model}) must be divisible by num_heads ({num_heads}): "
-                f"each head gets d_k = d_model / num_heads features"
-            )
+        _check_heads(d_model, num_heads)
         self.d_model = d_model
         self.num_heads = num_heads
         self.d_k = d_model // num_heads
@@ -281,6 +279,16 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(
                 f"{name} has batch size {x.size(0)} but the key and value have {kv.key.size(0)}: "
                 "every query sentence needs its own keys and values"
+            )
+
+    def _check_key_value(self, key: Tensor, value: Tensor) -> None:
+        """``key`` and ``value`` are floating ``(batch, seq_k, d_model)`` tensors of the same batch and length."""
+        self._check(key, "key")
+        self._check(value, "value")
+        if key.shape[:2] != value.shape[:2]:
+            raise ValueError(
+                f"key and value must have the same (batch, seq_k), got {tuple(key.shape[:2])} and "
+                f"{tuple(value.shape[:2])}"
             )
 
     def split_heads(self, x: Tensor) -> Tensor:
@@ -322,13 +330,7 @@ class MultiHeadAttention(nn.Module):
             TypeError: key or value is not a tensor.
             ValueError: wrong shapes or dtypes, or key and value of different lengths.
         """
-        self._check(key, "key")
-        self._check(value, "value")
-        if key.shape[:2] != value.shape[:2]:
-            raise ValueError(
-                f"key and value must have the same (batch, seq_k), got {tuple(key.shape[:2])} and "
-                f"{tuple(value.shape[:2])}"
-            )
+        self._check_key_value(key, value)
         return KeyValue(self.split_heads(self.w_k(key)), self.split_heads(self.w_v(value)))
 
     def attend(
@@ -438,11 +440,7 @@ class GroupedQueryAttention(nn.Module):
         for name, value in (("d_model", d_model), ("num_heads", num_heads), ("num_kv_heads", num_kv_heads)):
             _check_int(value, name, 1)
         _check_probability(dropout, "dropout")
-        if d_model % num_heads != 0:
-            raise ValueError(
-                f"d_model ({d_model}) must be divisible by num_heads ({num_heads}): "
-                f"each head gets d_k = d_model / num_heads features"
-            )
+        _check_heads(d_model, num_heads)
         if num_heads % num_kv_heads != 0:
             raise ValueError(
                 f"num_kv_heads ({num_kv_heads}) must divide num_heads ({num_heads}): each key/value head serves "
@@ -461,6 +459,7 @@ class GroupedQueryAttention(nn.Module):
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
 
     _check = MultiHeadAttention._check
+    _check_key_value = MultiHeadAttention._check_key_value
 
     def _split(self, x: Tensor, heads: int) -> Tensor:
         batch, seq, _ = x.shape
@@ -496,13 +495,7 @@ class GroupedQueryAttention(nn.Module):
             TypeError: key or value is not a tensor.
             ValueError: wrong shapes or dtypes, or key and value of different lengths.
         """
-        self._check(key, "key")
-        self._check(value, "value")
-        if key.shape[:2] != value.shape[:2]:
-            raise ValueError(
-                f"key and value must have the same (batch, seq_k), got {tuple(key.shape[:2])} and "
-                f"{tuple(value.shape[:2])}"
-            )
+        self._check_key_value(key, value)
         return KeyValue(self._split(self.w_k(key), self.num_kv_heads), self._split(self.w_v(value), self.num_kv_heads))
 
     def attend_heads(
@@ -540,14 +533,7 @@ class GroupedQueryAttention(nn.Module):
         key = kv.key.repeat_interleave(self.group_size, dim=1)  # (batch, num_heads, seq_k, d_k)
         value = kv.value.repeat_interleave(self.group_size, dim=1)
         p = self.dropout if self.training else 0.0
-        if self.fused and not return_attention:
-            _check_qkv(q, key, value)
-            if mask is not None:
-                _check_mask(mask, torch.Size((*q.shape[:-1], key.size(-2))))
-            out = F.scaled_dot_product_attention(q, key, value, attn_mask=mask, dropout_p=p)
-            weights = None
-        else:
-            out, weights = scaled_dot_product_attention(q, key, value, mask, dropout_p=p)
+        out, weights = _attend_heads(q, key, value, mask, p, fused=self.fused and not return_attention)
         batch, _, seq_q, _ = out.shape
         out = out.transpose(1, 2).reshape(batch, seq_q, self.d_model)  # Concat(head_1, ..., head_h)
         return self.w_o(out), weights
@@ -667,12 +653,7 @@ class RotaryMultiHeadAttention(MultiHeadAttention):
         self, q: Tensor, kv: KeyValue, mask: Tensor | None, return_attention: bool
     ) -> tuple[Tensor, Tensor | None]:
         p = self.dropout if self.training else 0.0
-        if self.fused and not return_attention:
-            if mask is not None:
-                _check_mask(mask, torch.Size((*q.shape[:-1], kv.key.size(-2))))
-            out, weights = F.scaled_dot_product_attention(q, kv.key, kv.value, attn_mask=mask, dropout_p=p), None
-        else:
-            out, weights = scaled_dot_product_attention(q, kv.key, kv.value, mask, dropout_p=p)
+        out, weights = _attend_heads(q, kv.key, kv.value, mask, p, fused=self.fused and not return_attention)
         return self.w_o(self.merge_heads(out)), weights
 
 

@@ -28,6 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ._checks import check_int as _check_int
+from ._checks import check_model_config
 from .attention import padding_mask
 from .config import Config
 from .interfaces import AttentionMaps, check_config_types
@@ -50,14 +52,6 @@ __all__ = [
 IGNORE_INDEX = -100  # label of the positions MLM does not predict (F.cross_entropy's default ignore_index)
 IS_NEXT, NOT_NEXT = 1, 0  # NSP labels
 _ACTIVATIONS = ("gelu", "relu")
-
-
-def _check_int(value: object, name: str, minimum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-    return int(value)
 
 
 def _check_ids(ids: Tensor, name: str) -> None:
@@ -166,17 +160,8 @@ class BertConfig(Config):
 
     def __post_init__(self) -> None:
         check_config_types(self)
-        for name in ("vocab_size", "d_model", "num_heads", "num_layers", "d_ff", "max_len", "num_segments"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.d_model % self.num_heads != 0:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        if not 0 <= self.pad_id < self.vocab_size:
-            raise ValueError(f"pad_id must be in [0, vocab_size={self.vocab_size}), got {self.pad_id}")
-        if self.activation not in _ACTIVATIONS:
-            raise ValueError(f"activation must be one of {_ACTIVATIONS}, got {self.activation!r}")
+        sizes = ("vocab_size", "d_model", "num_heads", "num_layers", "d_ff", "max_len", "num_segments")
+        check_model_config(self, sizes, _ACTIVATIONS)
 
     @classmethod
     def tiny(cls, vocab_size: int, **overrides) -> BertConfig:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import functools
 import gzip
 import hashlib
-import numbers
 import os
 import random
 import shutil
@@ -38,6 +37,7 @@ import platformdirs
 import torch
 from torch import Tensor
 
+from ._checks import check_int as _check_int
 from .special_tokens import PAD_ID
 
 __all__ = [
@@ -228,15 +228,6 @@ def load_multi30k(split: str, root: str | os.PathLike | None = None, download: b
 # --------------------------------------------------------------------------------------------------
 
 Example = tuple[Sequence[int], Sequence[int]]  # (source ids, target ids), no special tokens
-
-
-def _check_int(value: object, name: str, minimum: int | None = None) -> int:
-    """``value`` as an int; a bool, float (NaN included) or str is a TypeError, one below ``minimum`` a ValueError."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
-    return int(value)
 
 
 def _check_examples(examples: Sequence[Example]) -> list[tuple[int, int]]:

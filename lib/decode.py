@@ -27,7 +27,9 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from .gpt import GPT
+from ._checks import check_int as _check_int
+from ._checks import check_new_tokens, check_sampling
+from .gpt import GPT, _generate_tokens
 from .interfaces import EncoderDecoder
 from .modern import ModernGPT
 from .special_tokens import BOS_ID, EOS_ID, PAD_ID
@@ -44,12 +46,6 @@ __all__ = [
     "sample_next_token",
     "generate",
 ]
-
-
-def _check_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
-    return int(value)
 
 
 def _max_steps(model: EncoderDecoder, src: Tensor, max_len: int | None, bos_id: int, eos_id: int) -> int:
@@ -485,19 +481,12 @@ def filter_top_p(logits: Tensor, p: float) -> Tensor:
 
 def _check_sampling(temperature: object, top_k: object, top_p: object, generator: object) -> None:
     """The sampling arguments of :func:`sample_next_token` and :func:`generate`."""
-    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
-        raise TypeError(f"temperature must be a number >= 0, got {temperature!r}")
-    if not (math.isfinite(temperature) and temperature >= 0):
-        raise ValueError(f"temperature must be >= 0 (0 = greedy) and finite, got {temperature}")
-    if top_k is not None and _check_int(top_k, "top_k") < 1:
-        raise ValueError(f"top_k must be >= 1 or None, got {top_k}")
+    check_sampling(temperature, top_k, generator)
     if top_p is not None:
         if isinstance(top_p, bool) or not isinstance(top_p, numbers.Real):
             raise TypeError(f"top_p must be a number in (0, 1] or None, got {top_p!r}")
         if not 0.0 < top_p <= 1.0:
             raise ValueError(f"top_p must be in (0, 1] or None, got {top_p}")
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
 
 
 def sample_next_token(
@@ -588,10 +577,7 @@ def generate(
         raise TypeError(f"model must be a lib.gpt.GPT or a lib.modern.ModernGPT, got {type(model).__name__}")
     if not isinstance(prompt_ids, Tensor):
         raise TypeError(f"prompt_ids must be a torch.Tensor of token ids, got {type(prompt_ids).__name__}")
-    if _check_int(max_new_tokens, "max_new_tokens") < 0:
-        raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
-    if eos_id is not None:
-        _check_int(eos_id, "eos_id")
+    check_new_tokens(max_new_tokens, eos_id)
     squeeze = prompt_ids.dim() == 1
     ids = prompt_ids[None] if squeeze else prompt_ids
     if ids.dim() != 2 or ids.size(1) < 1 or ids.dtype != torch.long:
@@ -605,19 +591,9 @@ def generate(
     if ids.min() < 0 or ids.max() >= model.config.vocab_size:
         raise ValueError(f"prompt_ids must be in [0, vocab_size={model.config.vocab_size})")
     _check_sampling(temperature, top_k, top_p, generator)
-    was_training = model.training
-    model.eval()
-    finished = torch.zeros(ids.size(0), dtype=torch.bool, device=ids.device)
-    try:
-        for _ in range(max_new_tokens):
-            logits = model(ids[:, -max_len:])[:, -1]  # (batch, vocab): the next token
-            nxt = sample_next_token(logits, temperature, top_k, top_p, generator)
-            if eos_id is not None:
-                nxt = torch.where(finished, torch.full_like(nxt, model.config.pad_id), nxt)
-                finished |= nxt == eos_id
-            ids = torch.cat([ids, nxt[:, None]], dim=1)
-            if eos_id is not None and bool(finished.all()):
-                break
-    finally:
-        model.train(was_training)
+
+    def next_token(logits: Tensor) -> Tensor:  # (batch, vocab) → (batch,)
+        return sample_next_token(logits, temperature, top_k, top_p, generator)
+
+    ids = _generate_tokens(model, ids, max_new_tokens, next_token, eos_id)
     return ids[0] if squeeze else ids

@@ -39,6 +39,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ._checks import check_qkv_tensors
+from ._checks import positive_int as _positive_int
 from .attention import scaled_dot_product_attention
 
 __all__ = [
@@ -64,30 +66,9 @@ _SELF_SCORE = -1e5  # Reformer's score for "attend to yourself" when it is maske
 # --------------------------------------------------------------------------------------------
 
 
-def _positive_int(value: Any, name: str) -> int:
-    """``value`` as an int >= 1; a bool, float or str is a TypeError, an int < 1 a ValueError."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be a positive integer (>= 1), got {value!r} ({type(value).__name__})")
-    if value < 1:
-        raise ValueError(f"{name} must be a positive integer (>= 1), got {value!r}")
-    return value
-
-
 def _check_qkv(query: Tensor, key: Tensor, value: Tensor, self_attention: bool) -> None:
     """Shapes ``(..., seq, d)`` with equal leading dimensions; d_k of query and key, seq of key and value agree."""
-    for name, t in (("query", query), ("key", key), ("value", value)):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.dim() < 2:
-            raise ValueError(f"{name} needs at least 2 dimensions (..., seq, features), got shape {tuple(t.shape)}")
-        if not t.is_floating_point():
-            raise ValueError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
-    for name, t in (("key", key), ("value", value)):
-        if t.dtype != query.dtype or t.device != query.device:
-            raise ValueError(
-                f"query, key and value must share one dtype and device, got query {query.dtype} on {query.device} "
-                f"and {name} {t.dtype} on {t.device}"
-            )
+    check_qkv_tensors(query, key, value)
     if not (query.shape[:-2] == key.shape[:-2] == value.shape[:-2]):
         raise ValueError(
             "query, key and value must agree on their leading dimensions (batch, heads), got "

@@ -18,8 +18,7 @@ LayerNorm).
 
 from __future__ import annotations
 
-import math
-import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, Literal, overload
 
@@ -27,6 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ._checks import check_int as _check_int
+from ._checks import check_model_config, check_new_tokens, check_sampling
 from .attention import causal_mask
 from .config import Config
 from .interfaces import AttentionMaps, check_config_types
@@ -36,14 +37,6 @@ from .transformer import EncoderLayer
 __all__ = ["GPTConfig", "GPT", "lm_loss", "generate"]
 
 _ACTIVATIONS = ("gelu", "relu")
-
-
-def _check_int(value: object, name: str, minimum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-    return int(value)
 
 
 def _check_ids(ids: Tensor, name: str) -> None:
@@ -91,17 +84,7 @@ class GPTConfig(Config):
 
     def __post_init__(self) -> None:
         check_config_types(self)
-        for name in ("vocab_size", "d_model", "num_heads", "num_layers", "d_ff", "max_len"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.d_model % self.num_heads != 0:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        if not 0 <= self.pad_id < self.vocab_size:
-            raise ValueError(f"pad_id must be in [0, vocab_size={self.vocab_size}), got {self.pad_id}")
-        if self.activation not in _ACTIVATIONS:
-            raise ValueError(f"activation must be one of {_ACTIVATIONS}, got {self.activation!r}")
+        check_model_config(self, ("vocab_size", "d_model", "num_heads", "num_layers", "d_ff", "max_len"), _ACTIVATIONS)
 
     @classmethod
     def tiny(cls, vocab_size: int, **overrides) -> GPTConfig:
@@ -314,18 +297,8 @@ def generate(
     """
     if not isinstance(model, GPT):
         raise TypeError(f"model must be a GPT, got {type(model).__name__}")
-    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
-        raise TypeError(f"temperature must be a number >= 0, got {temperature!r}")
-    if not (math.isfinite(temperature) and temperature >= 0):
-        raise ValueError(f"temperature must be >= 0 (0 = greedy) and finite, got {temperature}")
-    if top_k is not None and _check_int(top_k, "top_k") < 1:
-        raise ValueError(f"top_k must be >= 1 or None, got {top_k}")
-    if _check_int(max_new_tokens, "max_new_tokens") < 0:
-        raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
-    if eos_id is not None:
-        _check_int(eos_id, "eos_id")
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    check_sampling(temperature, top_k, generator)
+    check_new_tokens(max_new_tokens, eos_id)
     _check_ids(prompt_ids, "prompt_ids")
     squeeze = prompt_ids.dim() == 1
     ids = prompt_ids[None] if squeeze else prompt_ids
@@ -335,25 +308,50 @@ def generate(
     if ids.size(1) > max_len:
         raise ValueError(f"prompt of {ids.size(1)} tokens is longer than the model's max_len={max_len}")
     model._check(ids, "prompt_ids")
+
+    def next_token(logits: Tensor) -> Tensor:  # (batch, vocab) → (batch,)
+        if temperature == 0 or top_k == 1:
+            return logits.argmax(-1)
+        logits = logits / temperature
+        if top_k is not None and top_k < logits.size(-1):
+            kth = logits.topk(top_k, dim=-1).values[:, -1:]  # (batch, 1)
+            logits = logits.masked_fill(logits < kth, float("-inf"))
+        probs = torch.softmax(logits, dim=-1)
+        return torch.multinomial(probs, 1, generator=generator).squeeze(1)
+
+    ids = _generate_tokens(model, ids, max_new_tokens, next_token, eos_id)
+    return ids[0] if squeeze else ids
+
+
+def _generate_tokens(
+    model: nn.Module, ids: Tensor, max_new_tokens: int, next_token: Callable[[Tensor], Tensor], eos_id: int | None
+) -> Tensor:
+    """The sampling loop of :func:`generate` and ``lib.decode.generate``, after they checked their arguments.
+
+    Args:
+        model: a decoder-only language model with ``config.max_len`` and ``config.pad_id`` (GPT, ModernGPT),
+            ``ids (batch, seq)`` → ``logits (batch, seq, vocab)``; in eval mode for the loop, then restored.
+        ids: ``(batch, seq)`` the prompts.
+        max_new_tokens: number of tokens to add.
+        next_token: ``logits (batch, vocab)`` of the next position → ``(batch,)`` the chosen ids.
+        eos_id: if given, a row that produced it continues with ``pad_id``; stops early when all rows have.
+
+    Returns:
+        ``(batch, seq + new)``, the prompts first.
+    """
+    max_len = model.config.max_len
     was_training = model.training
     model.eval()
     finished = torch.zeros(ids.size(0), dtype=torch.bool, device=ids.device)
-    for _ in range(max_new_tokens):
-        logits = model(ids[:, -max_len:])[:, -1]  # (batch, vocab): the next token
-        if temperature == 0 or top_k == 1:
-            nxt = logits.argmax(-1)
-        else:
-            logits = logits / temperature
-            if top_k is not None and top_k < logits.size(-1):
-                kth = logits.topk(top_k, dim=-1).values[:, -1:]  # (batch, 1)
-                logits = logits.masked_fill(logits < kth, float("-inf"))
-            probs = torch.softmax(logits, dim=-1)
-            nxt = torch.multinomial(probs, 1, generator=generator).squeeze(1)
-        if eos_id is not None:
-            nxt = torch.where(finished, torch.full_like(nxt, model.config.pad_id), nxt)
-            finished |= nxt == eos_id
-        ids = torch.cat([ids, nxt[:, None]], dim=1)
-        if eos_id is not None and bool(finished.all()):
-            break
-    model.train(was_training)
-    return ids[0] if squeeze else ids
+    try:
+        for _ in range(max_new_tokens):
+            nxt = next_token(model(ids[:, -max_len:])[:, -1])  # the last position's logits (batch, vocab)
+            if eos_id is not None:
+                nxt = torch.where(finished, torch.full_like(nxt, model.config.pad_id), nxt)
+                finished |= nxt == eos_id
+            ids = torch.cat([ids, nxt[:, None]], dim=1)
+            if eos_id is not None and bool(finished.all()):
+                break
+    finally:
+        model.train(was_training)
+    return ids

@@ -13,7 +13,6 @@ Source: Devlin et al. (2019), §3.1 and Appendix A.2; Radford et al. (2018), §3
 
 from __future__ import annotations
 
-import numbers
 import random
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -21,16 +20,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from ._checks import check_int as _check_int
 from .data import pad_batch
 from .special_tokens import BOS_ID, EOS_ID, PAD_ID
 
 __all__ = ["sentence_batches", "gpt_sequences", "collate_pairs", "unigram_counts"]
-
-
-def _check_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
-    return int(value)
 
 
 def sentence_batches(items: Sequence[Any], batch_size: int, seed: int = 0) -> Callable[[int], list[list[Any]]]:

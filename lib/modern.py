@@ -26,6 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ._checks import check_int as _check_int
+from ._checks import check_model_config
 from .attention import GroupedQueryAttention, KeyValue, causal_mask
 from .config import Config
 from .interfaces import AttentionMaps, check_config_types
@@ -41,14 +43,6 @@ __all__ = [
     "ModernBlock",
     "ModernGPT",
 ]
-
-
-def _check_int(value: object, name: str, minimum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-    return int(value)
 
 
 class RMSNorm(nn.Module):
@@ -198,21 +192,14 @@ class ModernGPTConfig(Config):
 
     def __post_init__(self) -> None:
         check_config_types(self)
-        for name in ("vocab_size", "d_model", "num_heads", "num_kv_heads", "num_layers", "d_ff", "max_len"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        sizes = ("vocab_size", "d_model", "num_heads", "num_kv_heads", "num_layers", "d_ff", "max_len")
+        check_model_config(self, sizes)
         if self.ffn_hidden is not None and self.ffn_hidden < 1:
             raise ValueError(f"ffn_hidden must be positive or None, got {self.ffn_hidden}")
-        if self.d_model % self.num_heads != 0:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})")
         if self.num_heads % self.num_kv_heads != 0:
             raise ValueError(f"num_kv_heads ({self.num_kv_heads}) must divide num_heads ({self.num_heads})")
         if (self.d_model // self.num_heads) % 2 != 0:
             raise ValueError(f"d_k = d_model / num_heads must be even for RoPE, got {self.d_model // self.num_heads}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        if not 0 <= self.pad_id < self.vocab_size:
-            raise ValueError(f"pad_id must be in [0, vocab_size={self.vocab_size}), got {self.pad_id}")
         for name in ("rope_base", "norm_eps"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):

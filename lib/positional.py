@@ -20,6 +20,8 @@ import numbers
 import torch
 from torch import Tensor, nn
 
+from ._checks import check_int as _check_int
+
 __all__ = [
     "sinusoidal_positional_encoding",
     "PositionalEncoding",
@@ -29,12 +31,6 @@ __all__ = [
     "LearnedPositionalEncoding",
     "NoPositionalEncoding",
 ]
-
-
-def _check_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
-    return int(value)
 
 
 def _check_table(max_len: int, d_model: int, base: float) -> None:

@@ -10,6 +10,7 @@ import torch
 
 from lib.attention import ALiBiMultiHeadAttention, KeyValue, MultiHeadAttention, RotaryMultiHeadAttention, causal_mask
 from lib.decode import greedy_decode
+from lib.experiments import transformer_with_positions
 from lib.positional import (
     LearnedPositionalEncoding,
     NoPositionalEncoding,
@@ -93,18 +94,8 @@ def test_alibi_attention_with_zero_queries_decays_geometrically_with_distance():
 
 
 def _with_positions(kind: str, seed: int = 0) -> Transformer:
-    """A tiny Transformer whose positions are swapped after construction (no change to lib.transformer)."""
-    torch.manual_seed(seed)
-    model = Transformer(TransformerConfig.tiny(40, max_len=32))
-    c = model.config
-    if kind == "learned":
-        model.positional = LearnedPositionalEncoding(c.d_model, c.max_len, c.dropout)
-    elif kind in ("rope", "alibi"):
-        cls = RotaryMultiHeadAttention if kind == "rope" else ALiBiMultiHeadAttention
-        model.positional = NoPositionalEncoding(c.d_model, c.max_len, c.dropout)
-        for layer in [*model.encoder.layers, *model.decoder.layers]:
-            layer.self_attn = _copy(cls, layer.self_attn)  # cross-attention keeps plain multi-head attention
-    return model.eval()
+    """A tiny Transformer whose positions are swapped after construction, as the extrapolation experiment's."""
+    return transformer_with_positions(TransformerConfig.tiny(40, max_len=32), kind, seed).eval()
 
 
 @pytest.mark.parametrize("kind", ["learned", "rope", "alibi"])
