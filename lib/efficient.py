@@ -196,6 +196,7 @@ def sliding_window_attention(
         ``scaled_dot_product_attention`` with :func:`sliding_window_mask` on a short sequence.
 
     Raises:
+        TypeError: query, key or value is not a tensor; window or block_size is not an int.
         ValueError: window < 1 or block_size < 1; shape mismatches (leading dimensions, d_k, seq_k, or
             seq_q != seq_k); bad global positions.
 
@@ -777,6 +778,7 @@ def lsh_attention(
         weights: None (build them with :func:`lsh_mask` and ``scaled_dot_product_attention`` on short inputs).
 
     Raises:
+        TypeError: query or value is not a tensor; num_buckets, num_hashes or seed is not an int.
         ValueError: num_buckets < 1 or odd and > 1; num_hashes < 1; n not divisible by the chunk length;
             a key other than None or the query; shape mismatches.
 
