@@ -45,6 +45,7 @@ __all__ = [
     "load_minilm",
     "encode_sentences",
     "pronoun_attention",
+    "pair_attention",
     "coreference_accuracy",
 ]
 
@@ -329,17 +330,61 @@ def pronoun_attention(weights: Tensor | Sequence[Tensor], pronoun: int, candidat
     return weights[:, :, pronoun, list(candidates)]
 
 
+def pair_attention(
+    model: Bert, tokenizer: Tokenizer, sentences: Sequence[str], candidates: Sequence[str], pronoun: str = "it"
+) -> Tensor:
+    """Run sentences through a BERT and read, in every head, the weight from the pronoun to each candidate word.
+
+    Args:
+        model: a :class:`lib.bert.Bert` (e.g. all-MiniLM-L6-v2 from :func:`load_minilm`).
+        tokenizer: its ``tokenizers.Tokenizer``.
+        sentences: the sentences; each must hold ``pronoun`` and every candidate once, each as one token.
+        candidates: the candidate words, in the order of the last axis of the result, e.g. ``["animal", "street"]``.
+        pronoun: the pronoun (the query).
+
+    Returns:
+        ``(len(sentences), layers, heads, len(candidates))`` weights (:func:`pronoun_attention` per sentence).
+
+    Raises:
+        TypeError: model is not a :class:`lib.bert.Bert`.
+        ValueError: a sentence lacks the pronoun or a candidate as exactly one whole token (a word the
+            tokenizer splits into pieces, or one that occurs twice, is refused; the message names it).
+
+    Source: Clark et al. (2019), §4.3 (attention from a mention to its antecedent, per head).
+    """
+    if not isinstance(model, Bert):
+        raise TypeError(f"model must be a lib.bert.Bert, got {type(model).__name__}")
+    ids, tokens = encode_sentences(tokenizer, sentences, model.config.pad_id)
+    with torch.no_grad():
+        _, maps = model.hidden_states(ids)
+    weights = torch.stack(maps.encoder, dim=1)  # (batch, layers, heads, seq, seq)
+    out = []
+    for row, (sentence, toks) in enumerate(zip(sentences, tokens)):
+        where = {}
+        for word in (pronoun, *candidates):
+            hits = [i for i, t in enumerate(toks) if t == word.lower()]
+            if len(hits) != 1:
+                raise ValueError(f"{word!r} must be one token, once, in {sentence!r}; its tokens are {toks}")
+            where[word] = hits[0]
+        out.append(pronoun_attention(weights[row], where[pronoun], [where[c] for c in candidates]))
+    return torch.stack(out)
+
+
 def _binomial_tail(successes: int, trials: int) -> float:
     """P(X ≥ successes) for X ~ Binomial(trials, 1/2): a one-sided sign test."""
     return sum(math.comb(trials, k) for k in range(successes, trials + 1)) / 2**trials
 
 
-def coreference_accuracy(first: Tensor, second: Tensor, alpha: float = 0.05) -> dict[str, Tensor | float | int]:
+def coreference_accuracy(
+    first: Tensor, second: Tensor, alpha: float = 0.05, margin: float = 1e-4
+) -> dict[str, Tensor | float | int]:
     """Score every head on minimal pairs: does its preference switch to the noun the pronoun refers to?
 
     Each pair is two sentences that differ in one word (*tired* / *wide*), so that the pronoun refers to candidate 0
     in the first and to candidate 1 in the second; the nouns and the pronoun sit at the same positions in both. A
-    head's preference in a sentence is ``m = w(pronoun → candidate 0) − w(pronoun → candidate 1)``. Because each
+    head's preference in a sentence is the log-ratio ``m = log w(pronoun → candidate 0) − log w(pronoun →
+    candidate 1)``, the difference of the two scores q·k/√d_k: the softmax's normalisation cancels, so the other
+    words of the sentence change ``m`` only through the states, not through the denominator. Because each
     pair holds one sentence of each answer, a head that ignores the meaning (one that always prefers the nearer
     noun, or the subject) is right in exactly half of the sentences; the design is the control.
 
@@ -347,18 +392,20 @@ def coreference_accuracy(first: Tensor, second: Tensor, alpha: float = 0.05) -> 
         first: ``(pairs, layers, heads, 2)``, :func:`pronoun_attention` of the sentences whose answer is candidate 0.
         second: the same shape, for the sentences whose answer is candidate 1.
         alpha: significance level of the sign test, Bonferroni-corrected over the heads.
+        margin: a change of ``m`` smaller than this (rounding) does not count as a switch.
 
     Returns:
         a dict: ``"sentence_accuracy"`` ``(layers, heads)``, the fraction of the 2 · pairs sentences in which the
         head gives the right noun more weight; ``"switch_rate"`` ``(layers, heads)``, the fraction of pairs in
-        which ``m`` is larger in the first sentence than in the second (the head moves towards the right noun;
-        0.5 for a head the word does not move); ``"both_right"`` ``(layers, heads)``, the fraction of pairs it gets
+        which ``m`` is larger in the first sentence than in the second by more than ``margin`` (the head moves
+        towards the right noun; 0 for a head the adjective does not move, about 0.5 for one it moves at random); ``"both_right"`` ``(layers, heads)``, the fraction of pairs it gets
         right in both sentences; ``"significant"`` ``(layers, heads)`` bool, switch rate above 1/2 with a one-sided
         sign-test p-value below ``alpha / (layers · heads)``; ``"pairs"``, the number of pairs.
 
     Raises:
         TypeError: first or second is not a tensor; alpha is not a number.
-        ValueError: shapes differ or are not ``(pairs, layers, heads, 2)``; alpha outside (0, 1).
+        ValueError: shapes differ or are not ``(pairs, layers, heads, 2)``; a weight not positive; alpha outside
+            (0, 1); margin negative.
 
     Source: minimal pairs as in the Winograd schema (Levesque et al. 2012); the sign test (a binomial test at 1/2).
     """
@@ -373,11 +420,15 @@ def coreference_accuracy(first: Tensor, second: Tensor, alpha: float = 0.05) -> 
         raise TypeError(f"alpha must be a float in (0, 1), got {alpha!r}")
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or margin < 0:
+        raise ValueError(f"margin must be a number >= 0, got {margin!r}")
+    if not (bool((first > 0).all()) and bool((second > 0).all())):
+        raise ValueError("first and second must hold attention weights > 0 (a softmax is never exactly 0)")
     pairs, layers, heads = first.shape[:3]
-    m_first = first[..., 0] - first[..., 1]  # (pairs, layers, heads): > 0 = prefers candidate 0 (right)
-    m_second = second[..., 0] - second[..., 1]  # < 0 = prefers candidate 1 (right)
+    m_first = first[..., 0].log() - first[..., 1].log()  # (pairs, layers, heads): > 0 = prefers candidate 0 (right)
+    m_second = second[..., 0].log() - second[..., 1].log()  # < 0 = prefers candidate 1 (right)
     right_first, right_second = m_first > 0, m_second < 0
-    switched = m_first > m_second  # (pairs, layers, heads)
+    switched = m_first - m_second > margin  # (pairs, layers, heads)
     n_switched = switched.sum(0)  # (layers, heads)
     threshold = alpha / (layers * heads)
     significant = torch.tensor(

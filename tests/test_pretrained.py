@@ -218,8 +218,8 @@ def test_pronoun_attention_reads_the_pronoun_row():
 
 def test_coreference_accuracy_separates_a_switching_head_from_a_fixed_one():
     pairs = 12
-    first = torch.zeros(pairs, 1, 3, 2)
-    second = torch.zeros(pairs, 1, 3, 2)
+    first = torch.full((pairs, 1, 3, 2), 0.1)
+    second = torch.full((pairs, 1, 3, 2), 0.1)
     first[:, 0, 0], second[:, 0, 0] = torch.tensor([0.6, 0.2]), torch.tensor([0.2, 0.6])  # head 0 switches
     first[:, 0, 1], second[:, 0, 1] = torch.tensor([0.1, 0.5]), torch.tensor([0.1, 0.5])  # head 1: nearest noun
     first[:, 0, 2], second[:, 0, 2] = torch.tensor([0.5, 0.1]), torch.tensor([0.1, 0.5])  # head 2 switches too
@@ -237,6 +237,10 @@ def test_coreference_accuracy_separates_a_switching_head_from_a_fixed_one():
         coreference_accuracy(first, second, alpha=1.5)
     with pytest.raises(TypeError, match="first"):
         coreference_accuracy(first.tolist(), second)
+    with pytest.raises(ValueError, match="> 0"):
+        coreference_accuracy(first * 0, second)
+    # the log-ratio ignores the softmax's normalisation: scaling both weights of a sentence is no switch
+    assert coreference_accuracy(first, first * 0.5)["switch_rate"].tolist() == [[0.0, 0.0, 0.0]]
 
 
 def test_encode_sentences_pads_and_validates():
