@@ -11,9 +11,10 @@ flips the referent while every word keeps its position:
 For each of the 6 × 12 heads, ``lib.pretrained.pair_attention`` reads the weight from "it" to the two nouns, and
 ``lib.pretrained.coreference_accuracy`` scores the head: in how many sentences it gives the right noun more weight
 (a head that ignores the adjective is right in exactly half: the design is the control), in how many pairs its
-preference moves towards the right noun, and whether that beats chance by a sign test (Bonferroni over the 72
-heads; the preference is the log-ratio of the two weights, so that only a change of the scores counts). Picking the best of 72 heads on the same pairs flatters it, so the best head is also picked on the even
-pairs and scored on the odd ones. The position baseline (always the noun nearer to "it") is scored the same way.
+preference moves towards the right noun, and whether that beats chance by a sign test (Bonferroni over the 72 heads;
+the preference is the log-ratio of the two weights, so that only a change of the scores counts). Picking the best of
+72 heads on the same pairs flatters it, so the best head is also picked on the even pairs and scored on the odd
+ones. The position baseline (always the noun nearer to "it") is scored the same way.
 
     python bench/minilm_coreference.py [--out models/minilm/coreference.json]
 
@@ -81,9 +82,8 @@ def make_pairs() -> list[dict]:
 
 def scores(pairs: list[dict], model, tokenizer) -> tuple[torch.Tensor, torch.Tensor]:
     """``(first, second)``: the weights from "it" to the two nouns, each ``(pairs, layers, heads, 2)``."""
-    first = torch.cat([pair_attention(model, tokenizer, [p["first"]], p["candidates"]) for p in pairs])
-    second = torch.cat([pair_attention(model, tokenizer, [p["second"]], p["candidates"]) for p in pairs])
-    return first, second
+    both = torch.stack([pair_attention(model, tokenizer, [p["first"], p["second"]], p["candidates"]) for p in pairs])
+    return both[:, 0], both[:, 1]  # both: (pairs, 2 sentences, layers, heads, 2 candidates)
 
 
 def best_head(result: dict) -> tuple[int, int]:

@@ -395,12 +395,13 @@ def coreference_accuracy(
         margin: a change of ``m`` smaller than this (rounding) does not count as a switch.
 
     Returns:
-        a dict: ``"sentence_accuracy"`` ``(layers, heads)``, the fraction of the 2 · pairs sentences in which the
-        head gives the right noun more weight; ``"switch_rate"`` ``(layers, heads)``, the fraction of pairs in
-        which ``m`` is larger in the first sentence than in the second by more than ``margin`` (the head moves
-        towards the right noun; 0 for a head the adjective does not move, about 0.5 for one it moves at random); ``"both_right"`` ``(layers, heads)``, the fraction of pairs it gets
-        right in both sentences; ``"significant"`` ``(layers, heads)`` bool, switch rate above 1/2 with a one-sided
-        sign-test p-value below ``alpha / (layers · heads)``; ``"pairs"``, the number of pairs.
+        a dict: ``"sentence_accuracy"`` ``(layers, heads)``, the fraction of the 2 · pairs sentences in which
+        the head gives the right noun more weight; ``"switch_rate"`` ``(layers, heads)``, the fraction of pairs
+        in which ``m`` is larger in the first sentence than in the second by more than ``margin`` (the head
+        moves towards the right noun; 0 for a head the adjective does not move, about 0.5 for one it moves at
+        random); ``"both_right"`` ``(layers, heads)``, the fraction of pairs it gets right in both sentences;
+        ``"significant"`` ``(layers, heads)`` bool, switch rate above 1/2 with a one-sided sign-test p-value
+        below ``alpha / (layers · heads)``; ``"pairs"``, the number of pairs.
 
     Raises:
         TypeError: first or second is not a tensor; alpha is not a number.

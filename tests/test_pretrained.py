@@ -256,3 +256,28 @@ def test_encode_sentences_pads_and_validates():
         encode_sentences(tok, "a b")
     with pytest.raises(TypeError, match="tokenizer"):
         encode_sentences(None, ["a"])
+
+
+@needs_pretrained
+def test_coreference_study_reproduces_the_stored_report(tmp_path):
+    # bench/minilm_coreference.py on a fresh run gives the numbers of models/minilm/coreference.json (the chapter's)
+    import importlib.util as iu
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    spec = iu.spec_from_file_location("minilm_coreference", root / "bench" / "minilm_coreference.py")
+    bench = iu.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    pairs = bench.make_pairs()
+    assert len(pairs) >= 30 and len({p["template"] for p in pairs}) == len(bench.TEMPLATES) >= 3
+    assert bench.main(["--out", str(tmp_path / "c.json")]) == 0
+    fresh = json.loads((tmp_path / "c.json").read_text())
+    stored = json.loads((root / "models" / "minilm" / "coreference.json").read_text())
+    for key in ("pairs", "best", "held_out", "heads_above_half", "heads_significant", "nearest_noun_baseline"):
+        assert fresh[key] == stored[key], key
+    assert fresh["pair_list"] == stored["pair_list"]
+    assert fresh["nearest_noun_baseline"]["sentence_accuracy"] == 0.5  # the pair design's control
+    assert abs(torch.tensor(fresh["sentence_accuracy"]) - torch.tensor(stored["sentence_accuracy"])).max() < 1e-3
+    with pytest.raises(SystemExit) as err:
+        bench.main(["--out", str(tmp_path)])  # a folder
+    assert err.value.code == 2
