@@ -138,6 +138,11 @@ def _parser() -> argparse.ArgumentParser:
         default="float32",
         help="precision of the saved model.pt (float16 halves it)",
     )
+    p.add_argument(
+        "--int8-embeddings",
+        action="store_true",
+        help="store the embedding/output matrices of model.pt as int8 with a scale per row (about half their size)",
+    )
     p.add_argument("--bleu", action="store_true", help="after training, decode the test set greedily and report BLEU")
     return p
 
@@ -349,6 +354,7 @@ def main(argv: list[str] | None = None) -> None:
         history=result.history,
         results=info,
         weights_dtype=getattr(torch, args.save_dtype),
+        int8_embeddings=args.int8_embeddings,
     )
     print(json.dumps(info, indent=2))
     _leave(dp)

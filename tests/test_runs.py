@@ -12,7 +12,15 @@ import pytest
 import torch
 
 from lib.bpe import train_bpe
-from lib.checkpoint import SHIPPED_MODEL, RunError, load_run, save_run, update_results
+from lib.checkpoint import (
+    SHIPPED_MODEL,
+    RunError,
+    load_run,
+    quantize_rows,
+    save_run,
+    update_results,
+    write_manifest,
+)
 from lib.files import atomic_write_text
 from lib.training import TrainConfig, TrainingInterrupted, train
 from lib.transformer import Transformer, TransformerConfig
@@ -105,6 +113,67 @@ def test_update_results_keeps_the_manifest_valid(tmp_path):
     _tiny_run(tmp_path / "run")
     assert update_results(tmp_path / "run", {"test_bleu_beam": 1.5}) == {"note": "test", "test_bleu_beam": 1.5}
     assert load_run(tmp_path / "run").results["test_bleu_beam"] == 1.5
+
+
+def test_int8_embedding_rows_read_back_within_half_a_step_and_the_rest_as_saved(tmp_path):
+    model = _tiny_run(tmp_path / "f16")  # float32 weights, saved as float32 by _tiny_run
+    save_run(tmp_path / "int8", model, TOKENIZER, weights_dtype=torch.float16, int8_embeddings=True)
+    saved = torch.load(tmp_path / "int8" / "model.pt", weights_only=True)
+    assert (saved["format"], saved["version"]) == ("int8-rows", 1)
+    assert set(saved["int8_rows"]) == {"src_embed.weight"}  # tied: the one matrix, stored once
+    rows = saved["int8_rows"]["src_embed.weight"]
+    assert rows["values"].dtype == torch.int8 and rows["scales"].dtype == torch.float32
+    assert set(rows["values"].abs().amax(dim=1).tolist()) == {0, 127}  # the full range; the padding row is 0
+    assert all(v.dtype == torch.float16 for v in saved["tensors"].values())
+
+    loaded = load_run(tmp_path / "int8").model.state_dict()
+    original = model.state_dict()
+    error = (loaded["src_embed.weight"] - original["src_embed.weight"]).abs()
+    assert (error <= rows["scales"][:, None] / 2 + 1e-7).all() and error.max() > 0
+    assert torch.equal(loaded["output.weight"], loaded["src_embed.weight"])  # still tied after loading
+    for name, value in original.items():
+        if name not in ("src_embed.weight", "tgt_embed.weight", "output.weight"):
+            assert torch.equal(loaded[name], value.half().float()), name
+
+
+def test_quantize_rows_rounds_to_the_nearest_step_and_keeps_zero_rows():
+    matrix = torch.tensor([[1.0, -0.5, 0.25], [0.0, 0.0, 0.0], [-2.54, 0.01, 2.0]])
+    values, scales = quantize_rows(matrix)
+    assert values.tolist() == [[127, -64, 32], [0, 0, 0], [-127, 0, 100]]  # -63.5 rounds to even: -64
+    assert torch.allclose(scales, torch.tensor([1 / 127, 1.0, 2.54 / 127]))
+    with pytest.raises(ValueError, match="matrix must be a 2-D floating-point tensor"):
+        quantize_rows(torch.ones(3, dtype=torch.int64))
+    with pytest.raises(ValueError, match="NaN or an infinity"):
+        quantize_rows(torch.tensor([[float("nan")]]))
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda s: s.update(version=2), "version 2 is not supported"),
+        (lambda s: s.update(format="int4-rows"), "unknown storage format 'int4-rows'"),
+        (lambda s: s.update(extra=1), "unknown: \\['extra'\\]"),
+        (lambda s: s["int8_rows"]["src_embed.weight"].update(values=torch.zeros(40, 32)), "2-D int8"),
+        (lambda s: s["int8_rows"]["src_embed.weight"].update(scales=torch.ones(39)), "one per row"),
+        (lambda s: s["int8_rows"]["src_embed.weight"].update(scales=-torch.ones(40)), "finite and positive"),
+        (lambda s: s["tensors"].update({"src_embed.weight": torch.zeros(40, 32)}), "stored twice"),
+        (
+            lambda s: s["int8_rows"].update(
+                {"src_embed.weight": dict(values=torch.zeros(41, 32, dtype=torch.int8), scales=torch.ones(41))}
+            ),
+            r"weight src_embed\.weight has shape \(41, 32\)",
+        ),
+    ],
+)
+def test_a_damaged_int8_rows_file_names_the_problem(tmp_path, damage, message):
+    model = _tiny_run(tmp_path / "run")
+    save_run(tmp_path / "run", model, TOKENIZER, int8_embeddings=True)
+    saved = torch.load(tmp_path / "run" / "model.pt", weights_only=True)
+    damage(saved)
+    torch.save(saved, tmp_path / "run" / "model.pt")
+    write_manifest(tmp_path / "run")  # a consistent manifest: only the format checks can tell
+    with pytest.raises(RunError, match=r"model\.pt: .*" + message):
+        load_run(tmp_path / "run")
 
 
 def test_a_full_disk_leaves_the_previous_files_intact(tmp_path, monkeypatch):

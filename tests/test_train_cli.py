@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from lib.checkpoint import load_run
 from lib.translate import translate
@@ -26,6 +27,9 @@ def test_train_command_line_writes_a_loadable_run(multi30k_dir, tmp_path):
             "1000",
             "--eval-every",
             "100",
+            "--save-dtype",
+            "float16",
+            "--int8-embeddings",
             "--out",
             str(out),
         ],
@@ -36,6 +40,8 @@ def test_train_command_line_writes_a_loadable_run(multi30k_dir, tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     results = json.loads((out / "results.json").read_text())
     assert results["steps"] == 8 and results["stopped_by"] == "max_steps"
+    saved = torch.load(out / "model.pt", weights_only=True)
+    assert saved["format"] == "int8-rows" and saved["int8_rows"]["src_embed.weight"]["values"].dtype == torch.int8
     assert (out / "checkpoint.pt").is_file()
     run = load_run(out)
     assert len(translate(run.model, run.tokenizer, ["Ein Mann."])) == 1
