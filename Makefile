@@ -227,7 +227,8 @@ portable: $(STAMP)
 
 # JupyterLab on the chapters, with jupyterlab-myst rendering their MyST (exercises, solutions folded, notes,
 # maths) and the book's kernel (this venv's python3; JUPYTER_PREFER_ENV_PATH: not one from ~/.local).
-# tools/lab_config.py: citations read "Vaswani et al. (2017)" (tools/lab_server.py; the files keep their roles).
+# tools/lab_config.py: citations read "Vaswani et al. (2017)", attention explorers show as a note with the code
+# that draws them live (tools/lab_server.py; the files keep their roles and directives).
 # MULTI30K_DIR is exported above. Extra options: make lab LAB_ARGS="--no-browser --port 8890".
 LAB_STAMP := $(VENV)/.installed-lab
 LAB_ARGS ?=

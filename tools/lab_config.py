@@ -1,6 +1,7 @@
 """The Jupyter Server configuration of ``make lab`` and of tests/browser/test_jupyterlab.py (``--config``).
 
-Citations show as "Vaswani et al. (2017)" in JupyterLab, the chapters on disk keep their roles (tools/lab_server.py).
+Citations show as "Vaswani et al. (2017)" and the website's attention explorers as a note with the code that draws
+them live in JupyterLab; the chapters on disk keep their roles and directives (tools/lab_server.py).
 """
 
 import sys

@@ -322,8 +322,16 @@ def find_closing(lines: list[str], start: int, fence: str) -> int:
     return -1
 
 
-def attention_explorer(options: dict[str, str], body: str) -> str:
-    """The website's ``{attention-explorer}`` as a note and the code that draws it live in a notebook."""
+#: What the website's ``{attention-explorer}`` becomes where no website draws it (the portable notebooks, and
+#: JupyterLab through tools/lab_server.py): this text, then the code of :func:`attention_explorer_code`.
+EXPLORER_NOTE = (
+    "The book's website shows the attention explorer here: every map of the model for the sentences below, with "
+    "hover. In a notebook, a code cell with this code draws it live:"
+)
+
+
+def attention_explorer_code(options: dict[str, str], body: str) -> str:
+    """The Python lines that draw the explorer of an ``{attention-explorer}`` directive live in a notebook."""
     sentences = [line.strip() for line in body.splitlines() if line.strip()]
     run = options.get("run", "models/de-en").strip().rstrip("/")
     # models/NAME relative to the book, as lib finds it from anywhere (the notebook's folder is not the book's)
@@ -336,17 +344,16 @@ def attention_explorer(options: dict[str, str], body: str) -> str:
     if view:
         args += f", view={json.dumps(view)}"
     listed = "".join(f"    {json.dumps(s, ensure_ascii=False)},\n" for s in sentences)
-    code = (
+    return (
         "from lib.checkpoint import SHIPPED_MODEL, load_run\nfrom lib.explorer import explorer_widget\n\n"
         f"run = load_run({folder})\nexplorer_widget(run.model, run.tokenizer, [\n{listed}]{args})"
     )
-    return (
-        quote(
-            "**Attention explorer.** The book's website shows the attention explorer here: every map of the model "
-            "for the sentences below, with hover. In a notebook, a code cell with this code draws it live:"
-        )
-        + f"\n\n```python\n{code}\n```"
-    )
+
+
+def attention_explorer(options: dict[str, str], body: str) -> str:
+    """The website's ``{attention-explorer}`` as a note and the code that draws it live in a notebook."""
+    code = attention_explorer_code(options, body)
+    return quote(f"**Attention explorer.** {EXPLORER_NOTE}") + f"\n\n```python\n{code}\n```"
 
 
 def convert_directive(name: str, arg: str, options: dict[str, str], body: str, ctx: Context) -> str:

@@ -13,6 +13,12 @@ solutions are folded (markdown dropdowns closed, solution code cells folded) and
 from JupyterLab leaves the chapter's markdown as it was (``-citation``, ``-folded``, ``-unfolded`` screenshots).
 The student edition's starter cells print ⏳ and show no value under it.
 
+The attention explorer (``lib.explorer.explorer_widget``, an anywidget) is checked in a throw-away notebook of its
+own (none of the default chapters has one): the widget renders from anywidget's installed labextension (no CDN),
+pointing at a cell shows its token pair and the weight the widget's data holds; and the website's
+``{attention-explorer}`` directive in a markdown cell shows as a note with the code that draws it live, not as an
+"Unknown Directive", and is saved back as the directive (``jupyterlab-explorer-*`` screenshots).
+
 Budget: by default only ``DEFAULT_CHAPTERS``, three quick chapters with a live widget (a fixed list, so that
 what CI runs does not depend on how busy the machine was when a chapter was last executed); ``JUPYTERLAB_ALL=1``
 runs every chapter (the capstone and BERT/GPT take minutes each). nbval (``make test``) executes every chapter anyway.
@@ -41,6 +47,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import ROOT, SCREENSHOTS
+from .test_live_translation import axes
 
 CHAPTERS = sorted(p.stem for p in (ROOT / "chapters").glob("*.ipynb"))
 DEFAULT_CHAPTERS = ("preliminaries", "positional_encoding", "seq2seq_bottleneck")  # each under 30 s of stored run time
@@ -458,3 +465,81 @@ def test_student_edition_starters_print_not_solved_yet(lab_page):
     first.scroll_into_view_if_needed()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"jupyterlab-student-{STUDENT_CHAPTER}.png"))
+
+
+EXPLORER_SENTENCE = "Ein Hund rennt im Schnee."  # one short sentence: the widget's cell runs in a few seconds
+EXPLORER_DIRECTIVE = f"```{{attention-explorer}}\n:kinds: cross\n{EXPLORER_SENTENCE}\n```"
+EXPLORER_CODE = f"""from pathlib import Path
+
+from lib.checkpoint import SHIPPED_MODEL, load_run
+from lib.explorer import explorer_widget
+
+run = load_run(SHIPPED_MODEL)
+widget = explorer_widget(run.model, run.tokenizer, [{EXPLORER_SENTENCE!r}])
+Path("explorer-data.json").write_text(widget.data_json, encoding="utf-8")  # what the widget holds, for the test
+widget"""
+
+
+def test_attention_explorer_widget_and_directive_in_jupyterlab(lab_page, lab_root):
+    """The explorer widget draws its data in JupyterLab and hover reads it; the website's directive shows as a note."""
+    folder = lab_root / "scratch"
+    folder.mkdir(exist_ok=True)
+    cells = [
+        {"cell_type": "markdown", "id": "directive", "metadata": {}, "source": f"An explorer:\n\n{EXPLORER_DIRECTIVE}"},
+        {"cell_type": "code", "id": "widget", "metadata": {}, "source": EXPLORER_CODE, "outputs": [],
+         "execution_count": None},
+    ]  # fmt: skip
+    metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    notebook = {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
+    (folder / "explorer.ipynb").write_text(json.dumps(notebook, indent=1, ensure_ascii=False), encoding="utf-8")
+    page = lab_page("scratch/explorer.ipynb")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+    # Problem 1: the directive is a note (tools/lab_server.py) with the code that draws the explorer live.
+    markdown = page.locator(".jp-MarkdownCell .myst", has_text="An explorer:").first
+    markdown.wait_for(timeout=30_000)
+    shown = markdown.inner_text()
+    assert "Unknown Directive" not in shown and "{attention-explorer}" not in shown, shown[:300]
+    note = markdown.locator("[class*=myst-admonition]", has_text="Attention explorer")  # the note and its parts
+    assert note.count(), f"the directive is not shown as a note: {shown[:300]!r}"
+    note = note.first
+    assert "explorer_widget(run.model, run.tokenizer, [" in note.inner_text() and EXPLORER_SENTENCE in shown
+    assert "tools/lab_server.py" not in shown, "the directive's MyST comments are shown"
+    note.scroll_into_view_if_needed()
+    page.screenshot(path=str(SCREENSHOTS / "jupyterlab-explorer-note.png"))
+
+    # Problem 2: the widget, run by JupyterLab, draws the explorer from anywidget's installed labextension.
+    seconds, state = restart_and_run_all(page, 300)
+    assert_ran_cleanly("scratch/explorer", state)
+    explorer = page.locator(".jp-OutputArea-output .attn-explorer").first
+    explorer.locator("rect.attn-cell").first.wait_for(timeout=DRAW_TIMEOUT_MS)
+    loaded = page.evaluate("() => performance.getEntriesByType('resource').map(e => e.name)")
+    assert any("/lab/extensions/anywidget/static/" in url for url in loaded), "anywidget's JS is not the labextension's"
+    data = json.loads((folder / "explorer-data.json").read_text(encoding="utf-8"))
+    (sentence,) = data["sentences"]
+    assert sentence["source"] == EXPLORER_SENTENCE
+    kind, layer = "cross", len(sentence["maps"]["cross"]) - 1  # the first view: cross-attention, the last layer
+    value = "e => e.value"
+    assert explorer.locator("select[data-control=kind]").evaluate(value) == kind
+    assert explorer.locator("select[data-control=layer]").evaluate(value) == str(layer)
+    explorer.locator("select[data-control=head]").select_option("0")  # one head: the weights the data holds
+    weights, (rows, cols) = sentence["maps"][kind][layer][0], axes(sentence, kind)
+    drawn = explorer.locator("rect.attn-cell").count()
+    assert drawn == len(rows) * len(cols), f"{drawn} cells drawn for a {len(rows)} x {len(cols)} map"
+    readout = explorer.locator(".attn-readout")
+    middle = len(rows) // 2
+    strongest = (middle, weights[middle].index(max(weights[middle])))  # a weight far from 0 (last: the screenshot)
+    for r, c in [(0, 0), (len(rows) - 1, len(cols) - 1), strongest]:
+        explorer.locator(f"rect.attn-cell[data-row='{r}'][data-col='{c}']").hover()
+        want = f"query predicting “{rows[r]}” → key “{cols[c]}”: {weights[r][c]:.{data['decimals']}f}"
+        assert readout.inner_text() == want, (r, c)
+    assert weights[strongest[0]][strongest[1]] > 0.2
+    explorer.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.screenshot(path=str(SCREENSHOTS / "jupyterlab-explorer-widget.png"))
+    print(f"\nexplorer widget: run in {seconds:.1f} s, {len(rows)} x {len(cols)} map, hover: {readout.inner_text()!r}")
+
+    # Saved from JupyterLab, the markdown cell holds the directive again.
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
+    saved = json.loads((folder / "explorer.ipynb").read_text(encoding="utf-8"))
+    assert "".join(saved["cells"][0]["source"]) == cells[0]["source"]
