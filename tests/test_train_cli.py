@@ -108,9 +108,10 @@ def test_ctrl_c_saves_a_checkpoint_and_prints_the_resume_command(multi30k_dir, t
     import signal
 
     out = tmp_path / "run"
-    # --eval-every 2: the loop logs "step 2 | ..." once it runs; Ctrl-C is sent only then, so that the test does not
-    # depend on how long the set-up (imports, data, tokenizer) takes on a busy machine.
-    args = ["--preset", "tiny", "--steps", "100000", "--max-tokens", "500", "--eval-every", "2", "--out", str(out)]
+    # --eval-every 0.01 (minutes): the loop logs its first "step N | ..." line less than a second after it starts;
+    # Ctrl-C is sent only then, so that the test does not depend on how long the set-up (imports, data, tokenizer)
+    # takes on a busy machine. (With --eval-every 2 the test waited two minutes of training.)
+    args = ["--preset", "tiny", "--steps", "100000", "--max-tokens", "500", "--eval-every", "0.01", "--out", str(out)]
     proc = subprocess.Popen(
         [sys.executable, "-m", "lib.train", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
