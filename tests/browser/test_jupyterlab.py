@@ -326,12 +326,17 @@ def _lab_server_tool():
 
 
 def expected_citation(chapter: str) -> tuple[str, str]:
-    """(role, author-year text) of the chapter's first ``{cite:t}`` with one key, from references.bib."""
+    """(role, author-year text) of the chapter's first ``{cite:t}`` with one key in prose, from references.bib.
+
+    Prose: a markdown cell that is not a directive (``:::{exercise}``, a fenced ``{solution-start}``, ...). Inside
+    an exercise jupyterlab-myst draws the link's text but not as an ``<a>``, so the check looks at prose.
+    """
     tool = _lab_server_tool()
     nb = json.loads((ROOT / "chapters" / f"{chapter}.ipynb").read_text(encoding="utf-8"))
     for cell in nb["cells"]:
-        if cell["cell_type"] == "markdown":
-            match = re.search(r"\{cite:t\}`([\w-]+)`", "".join(cell["source"]))
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown" and not re.match(r"\s*(:::|```)\s*\{", source):
+            match = re.search(r"\{cite:t\}`([\w-]+)`", source)
             if match:
                 text = tool._portable_tool.format_cite("cite:t", match.group(1), tool.bibliography(), [])
                 return match.group(0), text
