@@ -73,8 +73,9 @@ def test_every_citation_and_explorer_of_the_chapter_is_shown_and_comes_back_exac
         assert "".join(before["source"]) == "".join(after["source"]), f"{path.name}: {before['id']} changed"
 
 
-def test_the_contents_manager_shows_citations_and_saves_the_roles(tmp_path):
-    chapter = ROOT / "chapters" / "preliminaries.ipynb"
+def _load_and_save(tmp_path, name: str) -> tuple[Path, dict]:
+    """Copy chapter ``name`` into tmp_path, load and save it through the contents manager; (chapter, loaded model)."""
+    chapter = ROOT / "chapters" / f"{name}.ipynb"
     (tmp_path / chapter.name).write_bytes(chapter.read_bytes())
     manager = lab_server.BookContentsManager(root_dir=str(tmp_path))
 
@@ -83,7 +84,11 @@ def test_the_contents_manager_shows_citations_and_saves_the_roles(tmp_path):
         await manager.save({"type": "notebook", "format": "json", "content": model["content"]}, chapter.name)
         return model
 
-    model = asyncio.run(load_and_save())
+    return chapter, asyncio.run(load_and_save())
+
+
+def test_the_contents_manager_shows_citations_and_saves_the_roles(tmp_path):
+    chapter, model = _load_and_save(tmp_path, "preliminaries")
     markdown = "\n".join(c["source"] for c in model["content"]["cells"] if c["cell_type"] == "markdown")
     assert "[Sennrich et al. (2016)](bibliography.md#cite:t=sennrich2016neural" in markdown
     assert "{cite" not in markdown
@@ -158,16 +163,7 @@ def test_explorers_in_code_blocks_or_other_directives_and_cells_already_holding_
 
 
 def test_the_contents_manager_shows_an_explorer_as_a_note_and_saves_the_directive(tmp_path):
-    chapter = ROOT / "chapters" / "bahdanau_attention.ipynb"
-    (tmp_path / chapter.name).write_bytes(chapter.read_bytes())
-    manager = lab_server.BookContentsManager(root_dir=str(tmp_path))
-
-    async def load_and_save():
-        model = await manager.get(chapter.name)
-        await manager.save({"type": "notebook", "format": "json", "content": model["content"]}, chapter.name)
-        return model
-
-    model = asyncio.run(load_and_save())
+    chapter, model = _load_and_save(tmp_path, "bahdanau_attention")
     cell = next(c for c in model["content"]["cells"] if c["id"] == "attention-explorer")
     assert lab_server.EXPLORER_OPENING in cell["source"] and "{attention-explorer}" not in _uncommented(cell["source"])
     saved = json.loads((tmp_path / chapter.name).read_text(encoding="utf-8"))
