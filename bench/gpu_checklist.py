@@ -18,6 +18,9 @@ Everything goes to ``--out`` (default ``runs/gpu-checklist``): one run folder pe
 
     python bench/gpu_checklist.py                     # about 20 minutes on one H100
     python bench/gpu_checklist.py --quick             # 1-minute trainings, one variant: a smoke test
+    python bench/gpu_checklist.py --parts variants --variants 1,2   # a part of it (a lease's 10-minute calls)
+    python bench/gpu_checklist.py --device cpu --minutes 0.2 --steps 20 --parts variants,resume,nccl
+                                                      # a dry run of the script itself, without a GPU
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
+
+#: The checklist's parts, in the order they run.
+PARTS = ("tests", "variants", "resume", "nccl")
 
 #: name -> extra arguments of python -m lib.train (all: --preset multi30k --device cuda, bf16 autocast, TF32).
 VARIANTS = {
@@ -65,34 +71,34 @@ def _run(command: list[str], log: Path) -> float:
     return seconds
 
 
-def _train(out: Path, *args: str, launcher: list[str] | None = None) -> dict:
-    """``python -m lib.train --preset multi30k --device cuda ARGS --out OUT``; its results.json."""
+def _train(out: Path, *args: str, device: str = "cuda", launcher: list[str] | None = None) -> dict:
+    """``python -m lib.train --preset multi30k --device DEVICE ARGS --out OUT``; its results.json."""
     launcher = launcher or [sys.executable]
-    command = [*launcher, "-m", "lib.train", "--preset", "multi30k", "--device", "cuda", *args, "--out", str(out)]
+    command = [*launcher, "-m", "lib.train", "--preset", "multi30k", "--device", device, *args, "--out", str(out)]
     _run(command, out.with_suffix(".log"))
     return json.loads((out / "results.json").read_text())
 
 
-def _bleu_curve(folder: Path, beam: int) -> dict:
-    """Test BLEU (greedy and beam) of each snapshot of a run and of its final model, decoded on the GPU."""
+def _bleu_curve(folder: Path, beam: int, device: str = "cuda") -> dict:
+    """Test BLEU (greedy and beam) of each snapshot of a run and of its final model, decoded on ``device``."""
     from lib.checkpoint import load_run
     from lib.translate import evaluate_bleu
 
-    run = load_run(folder, device="cuda")
+    run = load_run(folder, device=device)
     curve = {}
     snapshots = sorted(folder.glob("model_*min.pt"), key=lambda f: float(re.findall(r"model_(.*)min", f.name)[0]))
     for snap in [*snapshots, None]:
         if snap is not None:
-            run.model.load_state_dict(torch.load(snap, map_location="cuda", weights_only=True))
+            run.model.load_state_dict(torch.load(snap, map_location=device, weights_only=True))
             minutes = f"{float(re.findall(r'model_(.*)min', snap.name)[0]):g}"
         else:
-            run = load_run(folder, device="cuda")
+            run = load_run(folder, device=device)
             minutes = f"{run.results['minutes']:g} (final)"
-        greedy = evaluate_bleu(run.model, run.tokenizer, "test_2016_flickr", beam_size=1, device="cuda")
+        greedy = evaluate_bleu(run.model, run.tokenizer, "test_2016_flickr", beam_size=1, device=device)
         row = {"greedy": round(greedy.score, 2)}
         if beam > 1:
             row[f"beam{beam}"] = round(
-                evaluate_bleu(run.model, run.tokenizer, "test_2016_flickr", beam_size=beam, device="cuda").score, 2
+                evaluate_bleu(run.model, run.tokenizer, "test_2016_flickr", beam_size=beam, device=device).score, 2
             )
         curve[minutes] = row
         print(f"{folder.name}: {minutes} min {row}", flush=True)
@@ -105,10 +111,14 @@ def _history(folder: Path) -> list[dict]:
 
 
 def _same_history(a: list[dict], b: list[dict], tol: float) -> dict:
-    """The largest difference of train and val loss at the steps both histories have."""
+    """The largest difference of validation loss at the steps both histories have.
+
+    Validation loss, not training loss: a history's train_loss is the mean since the previous record, so a run
+    resumed at step N averages a different window from the run that went straight through.
+    """
     steps = {h["step"]: h for h in a}
     shared = [(steps[h["step"]], h) for h in b if h["step"] in steps]
-    worst = max((abs(x[k] - y[k]) for x, y in shared for k in ("train_loss", "val_loss")), default=float("nan"))
+    worst = max((abs(x["val_loss"] - y["val_loss"]) for x, y in shared), default=float("nan"))
     return {"steps_compared": [x["step"] for x, _ in shared], "max_loss_difference": worst, "ok": worst <= tol}
 
 
@@ -127,54 +137,77 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--beam", type=int, default=5)
     p.add_argument("--steps", type=int, default=400, help="steps of the resume and NCCL checks")
     p.add_argument("--quick", action="store_true", help="1-minute trainings of the first variant only")
-    p.add_argument("--skip-tests", action="store_true")
+    p.add_argument("--skip-tests", action="store_true", help="the same as leaving tests out of --parts")
+    p.add_argument(
+        "--parts",
+        default=",".join(PARTS),
+        help=f"comma-separated parts to run, of {', '.join(PARTS)} (default: all)",
+    )
+    p.add_argument("--variants", default=None, help="comma-separated indices of the variants to train (default: all)")
+    p.add_argument("--device", default="cuda", help="cuda (default), or cpu for a dry run of the script")
     args = p.parse_args(argv)
-    if not torch.cuda.is_available():
-        raise SystemExit("no CUDA device: this checklist needs a GPU")
+    parts = {x.strip() for x in args.parts.split(",") if x.strip()}
+    if not parts <= set(PARTS):
+        p.error(f"--parts takes {', '.join(PARTS)}; got {args.parts!r}")
+    if args.skip_tests or args.device == "cpu":
+        parts.discard("tests")
+    names = list(VARIANTS)
+    try:
+        chosen = [names[int(i)] for i in args.variants.split(",")] if args.variants else names
+    except (ValueError, IndexError):
+        p.error(f"--variants takes indices 0 to {len(names) - 1}, comma-separated; got {args.variants!r}")
+    if args.device != "cpu" and not torch.cuda.is_available():
+        raise SystemExit("no CUDA device: this checklist needs a GPU (--device cpu runs a dry run)")
+    device = args.device
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     minutes = 1.0 if args.quick else args.minutes
-    variants = dict(list(VARIANTS.items())[:1]) if args.quick else VARIANTS
+    variants = {name: VARIANTS[name] for name in (chosen[:1] if args.quick else chosen)}
     report: dict = {
-        "gpu": torch.cuda.get_device_name(),
+        "gpu": torch.cuda.get_device_name() if device != "cpu" else "none (a dry run on the CPU)",
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "minutes_per_variant": minutes,
     }
 
-    if not args.skip_tests:
+    if "tests" in parts:
         tests = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "tests/test_runs.py", "tests/test_ddp.py"]
         report["gpu_tests_seconds"] = round(_run(tests, out / "gpu_tests.log"), 1)
 
     snapshots = ",".join(f"{m:g}" for m in (0.5, 1, 1.5, 2, 2.5, 3, 4, 5, 7.5, 10, 15, 20) if m < minutes)
     report["variants"] = {}
-    for i, (name, extra) in enumerate(variants.items()):
-        folder = out / f"variant{i}"
+    for name, extra in variants.items() if "variants" in parts else ():
+        folder = out / f"variant{names.index(name)}"
         snap = ["--snapshots", snapshots] if snapshots else []
-        results = _train(folder, "--minutes", f"{minutes:g}", "--eval-every", "0.25", *snap, *extra, "--overwrite")
+        results = _train(
+            folder, "--minutes", f"{minutes:g}", "--eval-every", "0.25", *snap, *extra, "--overwrite", device=device
+        )
         report["variants"][name] = {
             "args": extra,
             "steps": results["steps"],
             "tokens_per_second": results["tokens_per_second"],
             "final_val_loss": results["final_val_loss"],
-            "bleu_at_minutes": _bleu_curve(folder, args.beam),
+            "bleu_at_minutes": _bleu_curve(folder, args.beam, device),
         }
 
     steps, half = args.steps, args.steps // 2
-    common = ["--eval-every", "100", "--overwrite"]
-    _train(out / "straight", "--steps", str(steps), *common)
-    _train(out / "resumed", "--steps", str(half), *common)
-    _train(out / "resumed", "--steps", str(steps), "--eval-every", "100", "--resume")
-    report["resume"] = _same_history(_history(out / "straight"), _history(out / "resumed"), tol=2e-2)
+    common = ["--eval-every", "100", "--overwrite"]  # minutes: validation only at the end
+    if parts & {"resume", "nccl"}:
+        _train(out / "straight", "--steps", str(steps), *common, device=device)
+    if "resume" in parts:
+        _train(out / "resumed", "--steps", str(half), *common, device=device)
+        _train(out / "resumed", "--steps", str(steps), "--eval-every", "100", "--resume", device=device)
+        report["resume"] = _same_history(_history(out / "straight"), _history(out / "resumed"), tol=2e-2)
 
-    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "1"]
-    nccl = _train(out / "nccl1", "--steps", str(steps), *common, launcher=torchrun)
-    report["nccl_one_gpu"] = {
-        "backend": nccl["backend"],
-        "world_size": nccl["world_size"],
-        "tokens_per_second": nccl["tokens_per_second"],
-        **_same_history(_history(out / "straight"), _history(out / "nccl1"), tol=2e-2),
-    }
+    if "nccl" in parts:
+        torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "1"]
+        nccl = _train(out / "nccl1", "--steps", str(steps), *common, device=device, launcher=torchrun)
+        report["nccl_one_gpu"] = {
+            "backend": nccl["backend"],
+            "world_size": nccl["world_size"],
+            "tokens_per_second": nccl["tokens_per_second"],
+            **_same_history(_history(out / "straight"), _history(out / "nccl1"), tol=2e-2),
+        }
 
     (out / "checklist.json").write_text(json.dumps(report, indent=2) + "\n")
     print(f"\n{report['gpu']}, torch {report['torch']}: test_2016_flickr BLEU against training minutes\n")
@@ -185,7 +218,8 @@ def main(argv: list[str] | None = None) -> dict:
             if m != "signature":
                 beam = row.get(f"beam{args.beam}", "")
                 print(f"| {name} | {v['tokens_per_second']:,.0f} | {m} | {row['greedy']} | {beam} |")
-    print(f"\nresume: {report['resume']}\nNCCL, one GPU: {report['nccl_one_gpu']}\nwritten: {out / 'checklist.json'}")
+    print(f"\nresume: {report.get('resume')}\nNCCL, one GPU: {report.get('nccl_one_gpu')}")
+    print(f"written: {out / 'checklist.json'}")
     return report
 
 

@@ -151,6 +151,15 @@ def _parser() -> argparse.ArgumentParser:
 _RUN_FILES = ("config.json", "model.pt", "checkpoint.pt", "manifest.json")
 
 
+def _overwritten_files(out: Path) -> list[Path]:
+    """The files of the run in ``out`` that ``--overwrite`` removes: its model, checkpoint, records and snapshots.
+
+    Other files in the folder (notes, a reader's own files) are kept.
+    """
+    names = (*_RUN_FILES, "tokenizer.json", "history.json", "results.json")
+    return [out / n for n in names if (out / n).is_file()] + sorted(out.glob("model_*min.pt"))
+
+
 def _configs(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[TrainConfig, dict, torch.device]:
     """Check every argument (one-line usage errors, exit 2) before anything slow; build the configs."""
     if args.minutes is None and args.steps is None:
@@ -292,9 +301,9 @@ def main(argv: list[str] | None = None) -> None:
         f"model {name}: {model.num_parameters():,} parameters | {len(train_ex):,} training pairs | "
         f"device {device} | threads {torch.get_num_threads()}{parallel}"
     )
-    if args.overwrite and dp.is_main:
-        for f in _RUN_FILES:
-            (Path(args.out) / f).unlink(missing_ok=True)
+    if args.overwrite and dp.is_main:  # everything the replaced run wrote, so that none of it mixes with this run
+        for f in _overwritten_files(Path(args.out)):
+            f.unlink(missing_ok=True)
     launcher = f"torchrun --nproc_per_node {dp.world_size}" if dp.distributed else "python"
     try:
         result = train(

@@ -601,7 +601,9 @@ class Transformer(nn.Module):
             raise ValueError(
                 f"{name} must be integer token ids of shape (batch, seq_len), got {tuple(x.shape)} {x.dtype}"
             )
-        if x.numel() and (int(x.min()) < 0 or int(x.max()) >= vocab):
+        # The range check reads the ids' values (a device sync on a GPU); torch.compile traces the model without it,
+        # since a value read would break its graph in two (the eager model, the same weights, still checks).
+        if x.numel() and not torch.compiler.is_compiling() and (int(x.min()) < 0 or int(x.max()) >= vocab):
             raise ValueError(f"{name} holds ids outside [0, {vocab})")
         if offset + x.size(1) > self.config.max_len:
             where = f"from offset {offset} " if offset else ""

@@ -294,7 +294,7 @@ def test_one_gpu_nccl_torchrun(multi30k_dir, tmp_path):
     args = ["--preset", "tiny", "--steps", "5", "--max-tokens", "1000", "--device", "cuda", "--out", str(out)]
     root = Path(__file__).resolve().parents[1]
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "1"]
-    env = {**os.environ, "PYTHONPATH": str(root)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run([*command, "-m", "lib.train", *args], capture_output=True, text=True, env=env, cwd=root)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())

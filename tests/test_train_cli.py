@@ -104,6 +104,23 @@ def test_an_existing_run_is_never_replaced_without_overwrite(tmp_path):
     assert proc.returncode == 2 and "contradict" in proc.stderr
 
 
+def test_overwrite_leaves_nothing_of_the_replaced_run(multi30k_dir, tmp_path):
+    # A replaced run's snapshots and records must not mix with the new run's: a snapshot left behind would be
+    # read as the new run's (found on a GPU, where a checklist's BLEU curve picked up the old run's snapshots).
+    out = tmp_path / "run"
+    out.mkdir()
+    for name in ("model.pt", "model_1.5min.pt", "model_20min.pt", "history.json", "results.json"):
+        (out / name).write_text("from the old run")
+    (out / "notes.txt").write_text("the reader's own file")
+    args = ["--preset", "tiny", "--steps", "2", "--max-tokens", "500", "--eval-every", "100", "--overwrite"]
+    proc = _cli(*args, "--out", str(out), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert not list(out.glob("model_*min.pt"))
+    assert json.loads((out / "results.json").read_text())["steps"] == 2
+    assert [h["step"] for h in json.loads((out / "history.json").read_text())] == [2]
+    assert (out / "notes.txt").read_text() == "the reader's own file"
+
+
 def test_ctrl_c_saves_a_checkpoint_and_prints_the_resume_command(multi30k_dir, tmp_path):
     import signal
 
