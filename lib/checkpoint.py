@@ -58,6 +58,7 @@ __all__ = [
     "update_results",
     "write_manifest",
     "quantize_rows",
+    "average_weights",
     "SHIPPED_MODEL",
     "INT8_ROWS_FORMAT",
     "INT8_ROWS_VERSION",
@@ -164,6 +165,54 @@ def quantize_rows(matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     scales = torch.where(peak > 0, peak / 127, torch.ones_like(peak))
     values = torch.round(m / scales[:, None]).clamp(-127, 127).to(torch.int8)
     return values, scales
+
+
+def average_weights(files: list[str | Path]) -> dict[str, torch.Tensor]:
+    """Checkpoint averaging: the element-wise mean of the weights saved at several points of one run.
+
+    Vaswani et al. (2017, §6.1) translate with "a single model obtained by averaging the last 5 checkpoints".
+    Late checkpoints of one run lie close together in weight space, and their mean usually translates a little
+    better than any one of them (it smooths the noise of the last updates).
+
+    Args:
+        files: two or more files, each holding a state dict (``model_{m}min.pt`` snapshots of
+            ``python -m lib.train --snapshots``) or a resume checkpoint (``checkpoint.pt``: its ``"model"``
+            entry); all from the same model.
+
+    Returns:
+        name → float32 tensor, the mean of the floating-point tensors; integer tensors (none in the book's
+        models) must agree and are kept.
+
+    Raises:
+        ValueError: fewer than two files; the files hold different tensor names or shapes, or disagreeing
+            integer tensors; a file holds no state dict.
+        FileNotFoundError: a file is missing.
+    """
+    if len(files) < 2:
+        raise ValueError(f"checkpoint averaging needs at least two files, got {len(files)}")
+    total: dict[str, torch.Tensor] = {}
+    for i, file in enumerate(files):
+        path = Path(file)
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such weights file")
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        if isinstance(state, dict) and isinstance(state.get("model"), dict):
+            state = state["model"]  # a resume checkpoint
+        if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+            raise ValueError(f"{path}: not a state dict (name → tensor) or a resume checkpoint")
+        if i == 0:
+            total = {k: (v.double() if v.is_floating_point() else v.clone()) for k, v in state.items()}
+            continue
+        if set(state) != set(total):
+            raise ValueError(f"{path}: its tensor names differ from {Path(files[0]).name}'s (another model?)")
+        for name, value in state.items():
+            if value.shape != total[name].shape:
+                raise ValueError(f"{path}: {name} has shape {tuple(value.shape)}, {tuple(total[name].shape)} before")
+            if value.is_floating_point():
+                total[name] += value.double()
+            elif not torch.equal(value, total[name]):
+                raise ValueError(f"{path}: integer tensor {name} differs between the files")
+    return {k: ((v / len(files)).float() if v.is_floating_point() else v) for k, v in total.items()}
 
 
 def save_run(

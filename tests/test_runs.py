@@ -15,6 +15,7 @@ from lib.bpe import train_bpe
 from lib.checkpoint import (
     SHIPPED_MODEL,
     RunError,
+    average_weights,
     load_run,
     quantize_rows,
     save_run,
@@ -174,6 +175,38 @@ def test_a_damaged_int8_rows_file_names_the_problem(tmp_path, damage, message):
     write_manifest(tmp_path / "run")  # a consistent manifest: only the format checks can tell
     with pytest.raises(RunError, match=r"model\.pt: .*" + message):
         load_run(tmp_path / "run")
+
+
+def test_average_weights_is_the_elementwise_mean_of_snapshots_and_checkpoints(tmp_path):
+    torch.manual_seed(0)
+    models = [Transformer(TransformerConfig.tiny(30)) for _ in range(3)]
+    torch.save(models[0].state_dict(), tmp_path / "model_1min.pt")
+    torch.save(models[1].state_dict(), tmp_path / "model_2min.pt")
+    torch.save({"model": models[2].state_dict(), "step": 7}, tmp_path / "checkpoint.pt")  # a resume checkpoint
+    files = [tmp_path / "model_1min.pt", tmp_path / "model_2min.pt", tmp_path / "checkpoint.pt"]
+    averaged = average_weights(files)
+    states = [m.state_dict() for m in models]
+    assert set(averaged) == set(states[0])
+    for name, value in averaged.items():
+        expected = (states[0][name] + states[1][name] + states[2][name]) / 3
+        torch.testing.assert_close(value, expected, rtol=1e-6, atol=1e-7)
+        assert not torch.equal(value, states[0][name]) or torch.equal(states[0][name], states[1][name])
+    models[0].load_state_dict(averaged)  # loads into the same architecture
+
+
+def test_average_weights_refuses_what_cannot_be_averaged(tmp_path):
+    torch.manual_seed(0)
+    torch.save(Transformer(TransformerConfig.tiny(30)).state_dict(), tmp_path / "a.pt")
+    torch.save(Transformer(TransformerConfig.tiny(40)).state_dict(), tmp_path / "b.pt")
+    torch.save([1, 2], tmp_path / "c.pt")
+    with pytest.raises(ValueError, match="at least two"):
+        average_weights([tmp_path / "a.pt"])
+    with pytest.raises(ValueError, match="shape"):
+        average_weights([tmp_path / "a.pt", tmp_path / "b.pt"])
+    with pytest.raises(ValueError, match="not a state dict"):
+        average_weights([tmp_path / "a.pt", tmp_path / "c.pt"])
+    with pytest.raises(FileNotFoundError, match=r"missing\.pt"):
+        average_weights([tmp_path / "a.pt", tmp_path / "missing.pt"])
 
 
 def test_a_full_disk_leaves_the_previous_files_intact(tmp_path, monkeypatch):
