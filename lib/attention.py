@@ -118,7 +118,9 @@ def scaled_dot_product_attention(
     _check_probability(dropout_p, "dropout_p")
 
     d_k = query.size(-1)
-    scores = query @ key.transpose(-2, -1) / math.sqrt(d_k)  # (batch, heads, seq_q, seq_k)
+    # (Q / √d_k) Kᵀ = Q Kᵀ / √d_k: scaling the queries divides seq_q · d_k numbers instead of seq_q · seq_k
+    # scores (and writes no second (seq_q, seq_k) tensor).
+    scores = (query / math.sqrt(d_k)) @ key.transpose(-2, -1)  # (batch, heads, seq_q, seq_k)
     if mask is not None:
         _check_mask(mask, scores.shape)
         scores = scores.masked_fill(~mask, float("-inf"))

@@ -480,16 +480,18 @@ def _random_projection(m: int, d: int, seed: int, orthogonal: bool) -> Tensor:
 
 
 def _check_projection(x: Tensor, projection: Tensor) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"x must be a torch.Tensor (..., d_k), got {type(x).__name__}")
     if not isinstance(projection, Tensor) or projection.dim() != 2:
         raise ValueError(
             f"projection must be a (num_features, d_k) tensor, got {getattr(projection, 'shape', projection)!r}"
         )
-    if isinstance(x, Tensor) and not x.is_floating_point():
+    if not x.is_floating_point():
         raise ValueError(f"x must be a floating-point tensor, got dtype {x.dtype}")
-    if not isinstance(x, Tensor) or x.dim() < 1 or x.size(-1) != projection.size(1):
+    if x.dim() < 1 or x.size(-1) != projection.size(1):
         raise ValueError(
             f"x must have d_k = {projection.size(1)} features in its last dimension (the projection's columns), "
-            f"got shape {tuple(getattr(x, 'shape', ()))}"
+            f"got shape {tuple(x.shape)}"
         )
 
 
@@ -509,7 +511,8 @@ def performer_features(x: Tensor, projection: Tensor) -> Tensor:
         ``(..., m)`` positive features.
 
     Raises:
-        ValueError: projection not 2-D, or x's last dimension is not the projection's d_k.
+        TypeError: x is not a tensor.
+        ValueError: projection not 2-D; x not floating point, or its last dimension is not the projection's d_k.
 
     Source: Choromanski et al. 2021, §2.3, Lemma 1 and the positive random features SM⁺_m(x, y).
     """

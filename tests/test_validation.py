@@ -578,6 +578,12 @@ CASES = [
         "projection",
         lambda: efficient.performer_features(torch.zeros(3, 8), torch.zeros(8)),
     ),
+    case(
+        "performer-features-x-list",
+        TypeError,
+        "x must be a torch.Tensor",
+        lambda: efficient.performer_features([[0.0] * 8], torch.zeros(4, 8)),
+    ),
     # lib.cost
     case("flops-zero", ValueError, "seq_q", lambda: cost.attention_flops(1, 1, 0, 4, 8)),
     case("weight-bytes-dtype-str", ValueError, "dtype", lambda: cost.attention_weight_bytes(1, 1, 4, dtype="float32")),
