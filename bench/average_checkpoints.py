@@ -20,19 +20,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import time
 from pathlib import Path
 
 import torch
 
-from lib.checkpoint import average_weights, load_run, save_run, update_results
+from lib.checkpoint import average_weights, load_run, save_run, snapshot_files, update_results
 from lib.translate import evaluate_bleu
-
-
-def _snapshots(folder: Path) -> list[Path]:
-    """The run's ``model_{m}min.pt`` snapshots, in order of training minutes."""
-    return sorted(folder.glob("model_*min.pt"), key=lambda f: float(re.findall(r"model_(.*)min", f.name)[0]))
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -60,7 +54,8 @@ def main(argv: list[str] | None = None) -> dict:
         torch.set_num_threads(args.threads)
 
     run = load_run(folder)  # the architecture and tokenizer; the weights are replaced below
-    points = [*_snapshots(folder), folder / "checkpoint.pt"]  # the last one is the final weights
+    # the snapshots in order, then the final weights
+    points = [*(file for _, file in snapshot_files(folder)), folder / "checkpoint.pt"]
     names = [f.name for f in points]
     if max(lasts) > len(points):
         p.error(f"--last {max(lasts)}: the run has only {len(points)} checkpoints ({', '.join(names)})")

@@ -12,13 +12,12 @@ exactly as saved (e.g. float16 weights).
 from __future__ import annotations
 
 import argparse
-import re
 import time
 from pathlib import Path
 
 import torch
 
-from lib.checkpoint import load_run, update_results
+from lib.checkpoint import load_run, snapshot_files, update_results
 from lib.translate import evaluate_bleu
 
 
@@ -35,10 +34,8 @@ def main(argv=None) -> None:
 
     folder = Path(args.run)
     run = load_run(folder)
-    snapshots = sorted(folder.glob("model_*min.pt"), key=lambda f: float(re.findall(r"model_(.*)min", f.name)[0]))
     table = {}
-    for snap in snapshots:
-        minutes = float(re.findall(r"model_(.*)min", snap.name)[0])
+    for minutes, snap in snapshot_files(folder):
         state = torch.load(snap, map_location="cpu", weights_only=True)
         run.model.load_state_dict(state)
         start = time.perf_counter()

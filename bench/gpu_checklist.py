@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -81,16 +80,15 @@ def _train(out: Path, *args: str, device: str = "cuda", launcher: list[str] | No
 
 def _bleu_curve(folder: Path, beam: int, device: str = "cuda") -> dict:
     """Test BLEU (greedy and beam) of each snapshot of a run and of its final model, decoded on ``device``."""
-    from lib.checkpoint import load_run
+    from lib.checkpoint import load_run, snapshot_files
     from lib.translate import evaluate_bleu
 
     run = load_run(folder, device=device)
     curve = {}
-    snapshots = sorted(folder.glob("model_*min.pt"), key=lambda f: float(re.findall(r"model_(.*)min", f.name)[0]))
-    for snap in [*snapshots, None]:
+    for minutes, snap in [*snapshot_files(folder), (None, None)]:
         if snap is not None:
             run.model.load_state_dict(torch.load(snap, map_location=device, weights_only=True))
-            minutes = f"{float(re.findall(r'model_(.*)min', snap.name)[0]):g}"
+            minutes = f"{minutes:g}"
         else:
             run = load_run(folder, device=device)
             minutes = f"{run.results['minutes']:g} (final)"

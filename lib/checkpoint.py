@@ -59,6 +59,7 @@ __all__ = [
     "write_manifest",
     "quantize_rows",
     "average_weights",
+    "snapshot_files",
     "SHIPPED_MODEL",
     "INT8_ROWS_FORMAT",
     "INT8_ROWS_VERSION",
@@ -165,6 +166,24 @@ def quantize_rows(matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     scales = torch.where(peak > 0, peak / 127, torch.ones_like(peak))
     values = torch.round(m / scales[:, None]).clamp(-127, 127).to(torch.int8)
     return values, scales
+
+
+def snapshot_files(path: str | Path) -> list[tuple[float, Path]]:
+    """The weight snapshots of a run folder (``model_{m}min.pt``, written by ``lib.train --snapshots``), in order.
+
+    Args:
+        path: the run folder.
+
+    Returns:
+        ``(training minutes, file)`` pairs, sorted by minutes; empty when the folder has none.
+    """
+    found = []
+    for file in Path(path).glob("model_*min.pt"):
+        try:
+            found.append((float(file.name[len("model_") : -len("min.pt")]), file))
+        except ValueError:
+            continue  # not a snapshot of lib.train (e.g. "model_finalmin.pt")
+    return sorted(found)
 
 
 def average_weights(files: list[str | Path]) -> dict[str, torch.Tensor]:

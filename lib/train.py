@@ -30,7 +30,7 @@ import torch
 import torch.distributed as dist
 
 from .bpe import multi30k_tokenizer
-from .checkpoint import save_run
+from .checkpoint import save_run, snapshot_files
 from .data import encode_pairs, load_multi30k, make_batches
 from .seq2seq import SCORES, Seq2Seq, Seq2SeqConfig
 from .special_tokens import BOS_ID, EOS_ID, PAD_ID
@@ -157,7 +157,7 @@ def _overwritten_files(out: Path) -> list[Path]:
     Other files in the folder (notes, a reader's own files) are kept.
     """
     names = (*_RUN_FILES, "tokenizer.json", "history.json", "results.json")
-    return [out / n for n in names if (out / n).is_file()] + sorted(out.glob("model_*min.pt"))
+    return [out / n for n in names if (out / n).is_file()] + [file for _, file in snapshot_files(out)]
 
 
 def _configs(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[TrainConfig, dict, torch.device]:

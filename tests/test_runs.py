@@ -19,6 +19,7 @@ from lib.checkpoint import (
     load_run,
     quantize_rows,
     save_run,
+    snapshot_files,
     update_results,
     write_manifest,
 )
@@ -175,6 +176,12 @@ def test_a_damaged_int8_rows_file_names_the_problem(tmp_path, damage, message):
     write_manifest(tmp_path / "run")  # a consistent manifest: only the format checks can tell
     with pytest.raises(RunError, match=r"model\.pt: .*" + message):
         load_run(tmp_path / "run")
+
+
+def test_snapshot_files_are_in_order_of_training_minutes(tmp_path):
+    for name in ("model_10min.pt", "model_5min.pt", "model_2.5min.pt", "model.pt", "model_finalmin.pt"):
+        (tmp_path / name).write_bytes(b"")
+    assert snapshot_files(tmp_path) == [(m, tmp_path / f"model_{m:g}min.pt") for m in (2.5, 5.0, 10.0)]
 
 
 def test_average_weights_is_the_elementwise_mean_of_snapshots_and_checkpoints(tmp_path):
