@@ -57,6 +57,11 @@ endif
 # Do not add MPLBACKEND=Agg: the kernel would then store figures as text ("<Figure size ...>"), not images.
 DETERMINISTIC_ENV := PYTHONHASHSEED=0 CUBLAS_WORKSPACE_CONFIG=:4096:8 JUPYTER_PREFER_ENV_PATH=1
 
+# Kept training runs (lib.training.TRAIN_CACHE_ENV): nbval (make test) keeps the step-budgeted trainings of the
+# chapters here, and the student edition (make test-student), the same code, restores them instead of training
+# the capstone's, BERT's and GPT's models a second time. make test starts with an empty folder.
+TRAIN_MEMO := $(ROOT)/.cache/train-memo
+
 NOTEBOOKS = $(sort $(wildcard chapters/*.ipynb))
 
 .PHONY: book execute test lint env clean cjk-font vendor live browser-deps test-browser student test-student lab portable \
@@ -185,8 +190,9 @@ test: $(PRETRAINED_STAMP)
 	if [ -n "$(NOTEBOOKS)" ]; then \
 	  echo "== notebooks: pytest --nbval chapters/ =="; \
 	  rc=0; \
-	  $(DETERMINISTIC_ENV) $(BIN)/python -m pytest --nbval --nbval-current-env \
-	    --nbval-sanitize-with .nbval-sanitize.cfg chapters/ || rc=$$?; \
+	  rm -rf "$(TRAIN_MEMO)"; \
+	  ATTENTION_BOOK_TRAIN_CACHE="$(TRAIN_MEMO)" $(DETERMINISTIC_ENV) $(BIN)/python -m pytest --nbval \
+	    --nbval-current-env --nbval-sanitize-with .nbval-sanitize.cfg chapters/ || rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "nbval: no cells collected"; elif [ $$rc -ne 0 ]; then status=1; fi; \
 	else \
 	  echo "== notebooks: no chapters/*.ipynb, nbval skipped =="; \
@@ -248,7 +254,8 @@ student: $(STAMP)
 	$(BIN)/python tools/student.py --out student
 
 test-student: student
-	STUDENT_EXECUTE=1 $(DETERMINISTIC_ENV) $(BIN)/python -m pytest -m student_execution tests/test_student.py tests/test_grade.py
+	STUDENT_EXECUTE=1 ATTENTION_BOOK_TRAIN_CACHE="$(TRAIN_MEMO)" $(DETERMINISTIC_ENV) \
+	  $(BIN)/python -m pytest -m student_execution tests/test_student.py tests/test_grade.py
 
 clean:
 	rm -rf _build

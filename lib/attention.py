@@ -104,7 +104,9 @@ def scaled_dot_product_attention(
 
     Returns:
         output: ``(batch, heads, seq_q, d_v)``.
-        weights: ``(batch, heads, seq_q, seq_k)``; non-negative, rows sum to 1 (before dropout).
+        weights: ``(batch, heads, seq_q, seq_k)``; non-negative, rows sum to 1 (before dropout). Without
+            autograd (``torch.no_grad()``, or inputs that do not require grad) the softmax is written over the
+            scores, so the call holds one ``(seq_q, seq_k)`` matrix per head, not two.
 
     Raises:
         TypeError: query, key, value or mask is not a tensor; dropout_p is not a number.
@@ -121,13 +123,19 @@ def scaled_dot_product_attention(
     # (Q / √d_k) Kᵀ = Q Kᵀ / √d_k: scaling the queries divides seq_q · d_k numbers instead of seq_q · seq_k
     # scores (and writes no second (seq_q, seq_k) tensor).
     scores = (query / math.sqrt(d_k)) @ key.transpose(-2, -1)  # (batch, heads, seq_q, seq_k)
+    # Without autograd nothing needs the scores once the softmax has read them, so the mask and the softmax
+    # overwrite them in place: one (seq_q, seq_k) tensor is alive instead of two, as in torch's own fast path.
+    # With autograd the softmax keeps its output for the backward pass, and each step writes a new tensor.
+    in_place = not scores.requires_grad
+    blocked = None
     if mask is not None:
         _check_mask(mask, scores.shape)
-        scores = scores.masked_fill(~mask, float("-inf"))
-    weights = torch.softmax(scores, dim=-1)
-    if mask is not None:
+        blocked = ~mask
+        scores = scores.masked_fill_(blocked, float("-inf")) if in_place else scores.masked_fill(blocked, float("-inf"))
+    weights = torch.softmax(scores, dim=-1, out=scores) if in_place else torch.softmax(scores, dim=-1)
+    if blocked is not None:
         # exp(-inf) is already 0; this only turns rows with no allowed key from NaN into zeros.
-        weights = weights.masked_fill(~mask, 0.0)
+        weights = weights.masked_fill_(blocked, 0.0) if in_place else weights.masked_fill(blocked, 0.0)
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)
     return weights @ value, weights

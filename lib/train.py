@@ -6,7 +6,9 @@
 
 It builds the model (a Transformer preset, or a recurrent encoder–decoder), the tokenizer and the batches,
 trains with the book's one loop (``lib.training.train``), optionally scores the test split with BLEU, and
-writes a run folder (``lib.checkpoint.save_run``) that ``python -m lib.translate --run`` reads.
+writes a run folder (``lib.checkpoint.save_run``) that ``python -m lib.translate --run`` reads. Its
+``results.json`` gives ``minutes`` (training time, the budget's clock) and ``wall_minutes`` (the whole call of the
+loop, validations and checkpoints included).
 
 Started by ``torchrun``, each process trains on its share of every batch (data parallelism, see
 ``lib.training``): ``--max-tokens`` stays the size of the whole batch, rank 0 writes the run folder and
@@ -24,6 +26,7 @@ import os
 import platform
 import shlex
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -305,6 +308,7 @@ def main(argv: list[str] | None = None) -> None:
         for f in _overwritten_files(Path(args.out)):
             f.unlink(missing_ok=True)
     launcher = f"torchrun --nproc_per_node {dp.world_size}" if dp.distributed else "python"
+    started = time.perf_counter()
     try:
         result = train(
             model,
@@ -339,6 +343,7 @@ def main(argv: list[str] | None = None) -> None:
         backend=dp.backend,
         steps=result.steps,
         minutes=round(result.minutes, 2),
+        wall_minutes=round((time.perf_counter() - started) / 60.0, 2),
         tokens_per_second=round(result.tokens_per_second, 1),
         final_val_loss=result.history[-1]["val_loss"],
         stopped_by=result.stopped_by,

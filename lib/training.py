@@ -21,14 +21,20 @@ and §5.4 (label smoothing ε_ls = 0.1; dropout).
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import math
 import os
+import pickle
 import random
 import signal
 import threading
 import time
+import types
 import warnings
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +76,12 @@ CHECKPOINT = "checkpoint.pt"
 #: Settings that may change when a run is resumed: the budget and how often to validate. Any other change
 #: (learning rate, batch size, seed, …) would make the resumed run a different run, so resuming refuses it.
 RESUMABLE_CHANGES = frozenset({"minutes", "max_steps", "snapshot_minutes", "eval_every_minutes", "eval_every_steps"})
+
+#: Environment variable naming a folder in which :func:`train` keeps the runs it finished, to hand them back when
+#: called again with the same model, batches, settings and library code (see :func:`_TrainMemo`). Unset, the
+#: default for readers, every call trains. The test suite sets it so that the student edition, executed after the
+#: chapters, does not train the chapters' models a second time.
+TRAIN_CACHE_ENV = "ATTENTION_BOOK_TRAIN_CACHE"
 
 
 class TrainingInterrupted(KeyboardInterrupt):
@@ -682,6 +694,154 @@ def _plain(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
+class _TrainMemo:
+    """Where :func:`train` keeps a finished run when the environment variable :data:`TRAIN_CACHE_ENV` names a folder.
+
+    The file's name is a SHA-256 digest of everything the run depends on: the model's class and initial weights,
+    the training settings, the first epoch's batches, the code of ``loss_fn`` and ``evaluate``, the source of every
+    module of ``lib`` (the model, the loop, the data code), torch's version, its number of threads and the device.
+    Calling :func:`train` again with all of these equal gives back the trained weights, the result, the random
+    states the run ended with and its log lines, instead of training again. Only step-budgeted runs without a run
+    folder, resumption, compilation or data parallelism are kept: with a minutes budget the run depends on the
+    machine's speed.
+    """
+
+    def __init__(self, folder: Path, key: str) -> None:
+        self.path = folder / f"train-{key}.pt"
+
+    @classmethod
+    def open(
+        cls,
+        model: nn.Module,
+        batches: Callable[[int], Iterable[Any]],
+        config: TrainConfig,
+        functions: tuple[Callable[..., Any] | None, ...],
+        device: torch.device,
+    ) -> _TrainMemo | None:
+        """The memo of this run, or None when :data:`TRAIN_CACHE_ENV` is unset or the budget is in minutes."""
+        folder = os.environ.get(TRAIN_CACHE_ENV, "")
+        if not folder or config.minutes is not None or config.max_steps is None:
+            return None
+        h = hashlib.sha256(b"train-memo 1")
+        for source in sorted(Path(__file__).resolve().parent.glob("*.py")):
+            h.update(source.name.encode() + source.read_bytes())
+        h.update(f"{torch.__version__}|{torch.get_num_threads()}|{device}|{type(model).__qualname__}".encode())
+        h.update(json.dumps(config.to_dict(), sort_keys=True, default=repr).encode())
+        _digest(h, model.state_dict())
+        for fn in functions:
+            _code_digest(h, fn)
+        _digest(h, list(batches(0)))
+        return cls(Path(folder), h.hexdigest()[:24])
+
+    def load(self, model: nn.Module, device: torch.device, log: Callable[[str], Any]) -> TrainResult | None:
+        """The kept run, restored into ``model`` (weights, eval mode), the random states and ``log``; None if none."""
+        if not self.path.is_file():
+            return None
+        try:
+            saved = torch.load(self.path, map_location="cpu", weights_only=True)
+            model.to(device).load_state_dict(saved["model"])
+            result = TrainResult(**saved["result"])
+            _set_rng_state(saved["rng"], device)
+            lines = list(saved["log"])
+        except (OSError, EOFError, RuntimeError, pickle.UnpicklingError, KeyError, TypeError) as err:
+            warnings.warn(f"the kept training run {self.path} could not be read ({err}); training again", stacklevel=3)
+            return None
+        for line in lines:
+            log(line)
+        model.eval()
+        return result
+
+    def save(self, model: nn.Module, result: TrainResult, lines: list[str], device: torch.device) -> None:
+        """Keep the finished run (an unwritable folder only costs a new training next time)."""
+        state = {"model": model.state_dict(), "result": asdict(result), "rng": _rng_state(device), "log": lines}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_torch_save(state, self.path)
+        except OSError as err:
+            warnings.warn(f"could not keep the training run in {self.path} ({err})", stacklevel=3)
+
+
+def _digest(h: Any, obj: Any) -> None:
+    """Feed ``h`` with the content of ``obj``: tensors by their bytes, containers and dataclasses by their items."""
+    if isinstance(obj, Tensor):
+        t = obj.detach().cpu().contiguous().reshape(-1)
+        h.update(f"T{t.dtype}{tuple(obj.shape)}".encode())
+        h.update(t.view(torch.uint8).numpy().tobytes())
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        h.update(type(obj).__qualname__.encode())
+        for f in dataclasses.fields(obj):
+            _digest(h, getattr(obj, f.name))
+    elif isinstance(obj, dict):
+        h.update(f"D{len(obj)}".encode())
+        for k in obj:
+            h.update(repr(k).encode())
+            _digest(h, obj[k])
+    elif isinstance(obj, (list, tuple)):
+        h.update(f"L{len(obj)}".encode())
+        if all(isinstance(x, (int, float, str, bool)) or x is None for x in obj):
+            h.update(repr(obj).encode())
+        else:
+            for x in obj:
+                _digest(h, x)
+    else:  # numbers, strings, None; other objects by their repr (an address in it only makes the run train again)
+        h.update(repr(obj).encode())
+
+
+def _code_digest(h: Any, fn: Callable[..., Any] | None) -> None:
+    """Feed ``h`` with what identifies ``fn``: its qualified name and the bytecode of it and of its nested code."""
+    h.update(f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', type(fn).__qualname__)}".encode())
+    stack = [fn.__code__] if hasattr(fn, "__code__") else []
+    while stack:
+        code = stack.pop()
+        h.update(code.co_code + repr(code.co_names).encode())
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                stack.append(const)
+            else:
+                h.update(repr(const).encode())
+
+
+class _Epochs:
+    """``batches(epoch)`` for the loop; with ``ahead``, a background thread builds epoch e + 1 while epoch e trains.
+
+    Building an epoch (bucketing, padding, shuffling) takes about a second for Multi30k: nothing on a CPU, where
+    an epoch trains for minutes, but on a GPU with large batches an epoch trains in seconds and the GPU would
+    wait. The batches are the same either way (``batches`` is a function of the epoch); a context manager, so
+    that the thread is let go whatever ends the loop.
+    """
+
+    def __init__(self, batches: Callable[[int], Iterable[Any]], ahead: bool) -> None:
+        self.batches = batches
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="next-epoch") if ahead else None
+        self.pending: tuple[int, Future] | None = None
+
+    def __call__(self, epoch: int) -> Iterable[Any]:
+        if self.pending is not None and self.pending[0] == epoch:
+            current = self.pending[1].result()
+        else:
+            current = self.batches(epoch)
+        if self.pool is not None:
+            self.pending = (epoch + 1, self.pool.submit(lambda: list(self.batches(epoch + 1))))
+        return current
+
+    def __enter__(self) -> _Epochs:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _recording(log: Callable[[str], Any], lines: list[str]) -> Callable[[str], Any]:
+    """``log``, also appending each line to ``lines``."""
+
+    def record(line: str) -> Any:
+        lines.append(line)
+        return log(line)
+
+    return record
+
+
 def _quiet(line: str) -> None:
     """The log of ranks other than 0: they print nothing."""
 
@@ -747,6 +907,7 @@ def train(
     progress: bool = True,
     log: Callable[[str], Any] = print,
     compile: bool = False,
+    prefetch: bool | None = None,
 ) -> TrainResult:
     """Train ``model`` in place until the budget in ``config`` is spent: the book's one training loop.
 
@@ -762,6 +923,11 @@ def train(
     of the whole batch's mean loss: the same update as one process over the whole batch. Every rank keeps a
     full copy of the model and of Adam's moments; rank 0 alone validates, logs and writes files, the others'
     history has NaN for ``val_loss``. Each rank's dropout draws from its own seed, ``config.seed + rank``.
+
+    Kept runs: when the environment variable ``ATTENTION_BOOK_TRAIN_CACHE`` (:data:`TRAIN_CACHE_ENV`) names a
+    folder, a step-budgeted run without ``out_dir`` is kept there when it ends, and a later call with the same
+    model, batches, settings, functions and library code restores it (weights, result, random states, log lines)
+    instead of training again. The test suite uses it; unset, every call trains.
 
     Args:
         model: the model (trained in place); its ``config.d_model`` scales the schedule.
@@ -783,6 +949,9 @@ def train(
         log: called with one line of text per validation.
         compile: run the model's forward through ``torch.compile`` (worth it on a GPU; the first steps pay
             the compilation). The saved weights keep the model's own names.
+        prefetch: build the next epoch's batches in a background thread while this epoch trains; default: on
+            CUDA (a GPU would otherwise wait for them), not on a CPU (where the thread would take the cores'
+            time). The batches, and so the run, are the same either way.
 
     Returns:
         A :class:`TrainResult` with the history.
@@ -811,6 +980,15 @@ def train(
     dp = ranks()
     if not dp.is_main:
         progress, log = False, _quiet
+    memo = None
+    if out_dir is None and not resume and not compile and not dp.distributed:
+        memo = _TrainMemo.open(model, batches, config, (loss_fn, evaluate), device)
+    lines: list[str] = []
+    if memo is not None:
+        kept = memo.load(model, device, log)
+        if kept is not None:
+            return kept
+        log = _recording(log, lines)
     out = Path(out_dir) if out_dir is not None else None
     if out is not None and dp.is_main:
         out.mkdir(parents=True, exist_ok=True)
@@ -920,10 +1098,11 @@ def train(
     )
     bar.update(train_s if budget_s is not None else result.steps)
     stop = _DeferredInterrupt()
-    with stop:
+    ahead = device.type == "cuda" if prefetch is None else prefetch
+    with stop, _Epochs(batches, ahead) as epochs:
         while not budget_spent():
             seen = 0
-            for position, batch in enumerate(batches(epoch)):
+            for position, batch in enumerate(epochs(epoch)):
                 seen += 1
                 if position < skip:  # resuming inside this epoch: these batches were trained on already
                     continue
@@ -987,4 +1166,6 @@ def train(
     if not result.history or result.history[-1]["step"] != result.steps:
         validate()
     model.eval()
+    if memo is not None:
+        memo.save(model, result, lines, device)
     return result

@@ -57,6 +57,44 @@ def test_fully_masked_row_gives_zeros_not_nan():
     assert (w[0, 0, 1] == 0).all() and (out[0, 0, 1] == 0).all()
 
 
+def test_autograd_and_in_place_paths_agree_and_gradients_match_torch():
+    # Without autograd the mask and the softmax overwrite the scores in place; with it, each step writes a new
+    # tensor. Both must give the same output and weights, and the autograd path torch's gradients.
+    q, k, v = _qkv(seq_q=4, seq_k=4)
+    mask = padding_mask(torch.tensor([4, 2])).expand(2, 3, 4, 4).clone()
+    mask[0, 1, 2] = False  # one query row with no allowed key
+    before = [t.clone() for t in (q, k, v, mask)]
+    with torch.no_grad():
+        out_ip, w_ip = scaled_dot_product_attention(q, k, v, mask)
+    for t, b in zip((q, k, v, mask), before):
+        assert torch.equal(t, b)  # the inputs and the mask are left as they were
+    q_, k_, v_ = (t.clone().requires_grad_() for t in (q, k, v))
+    out_ag, w_ag = scaled_dot_product_attention(q_, k_, v_, mask)
+    assert w_ag.requires_grad and not w_ip.requires_grad
+    torch.testing.assert_close(out_ip, out_ag.detach())
+    torch.testing.assert_close(w_ip, w_ag.detach())
+    assert (w_ip[0, 1, 2] == 0).all() and (w_ip[1, ..., 2:] == 0).all()
+    # gradients: against torch's fused attention on the rows that have a key (its fully masked row is NaN)
+    keep = mask.any(-1, keepdim=True)
+    out_ag.masked_fill(~keep, 0.0).square().sum().backward()
+    q_t, k_t, v_t = (t.clone().requires_grad_() for t in (q, k, v))
+    F.scaled_dot_product_attention(q_t, k_t, v_t, attn_mask=mask).masked_fill(~keep, 0.0).square().sum().backward()
+    for mine, ref in ((q_, q_t), (k_, k_t), (v_, v_t)):
+        torch.testing.assert_close(mine.grad, torch.nan_to_num(ref.grad))
+
+
+def test_without_autograd_one_score_matrix_is_alive():
+    from lib.cost import peak_tensor_bytes
+
+    q, k, v = _qkv(batch=1, heads=2, seq_q=16, seq_k=16, d_k=8, d_v=8)
+    n_by_n, output = 2 * 16 * 16 * 4, 2 * 16 * 8 * 4
+    with torch.no_grad():
+        assert peak_tensor_bytes(lambda: scaled_dot_product_attention(q, k, v)) == n_by_n + output
+    q.requires_grad_()
+    # with autograd the scores and the weights are two tensors
+    assert peak_tensor_bytes(lambda: scaled_dot_product_attention(q, k, v)) >= 2 * n_by_n + output
+
+
 def test_scaling_by_sqrt_dk_matches_hand_computation():
     q = torch.tensor([[1.0, 0.0, 1.0, 0.0]])
     k = torch.tensor([[1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0]])
