@@ -25,6 +25,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "_build" / "html"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
+QUIET_MS = 120_000  # how long a page may take to stop fetching (ms): a guard against hangs, not a timing
 
 
 def built_pages() -> list[str]:
@@ -119,6 +120,18 @@ class Visit:
     console_errors: list[str] = field(default_factory=list)
     failed_requests: list[str] = field(default_factory=list)
 
+    in_flight: set[str] = field(default_factory=set)
+
+    def wait_quiet(self, wait, path: str) -> None:
+        """Run ``wait`` (a Playwright wait for ``networkidle``); on a timeout, fail naming what was in flight."""
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+        try:
+            wait()
+        except PlaywrightTimeout:
+            pending = sorted(self.in_flight)[:10] or ["none at that moment"]
+            pytest.fail(f"{path}: the network did not go quiet in {QUIET_MS // 1000} s; in flight: {pending}")
+
     def problems(self) -> list[str]:
         return [f"console: {m}" for m in self.console_errors] + [f"request: {r}" for r in self.failed_requests]
 
@@ -158,11 +171,18 @@ def visit(browser, server):
         page.on(
             "response", lambda r: v.failed_requests.append(f"{r.url}: HTTP {r.status}") if r.status >= 400 else None
         )
+        # Requests still in flight, named when a wait for the network to go quiet times out.
+        page.on("request", lambda r: v.in_flight.add(r.url))
+        page.on("requestfinished", lambda r: v.in_flight.discard(r.url))
+        page.on("requestfailed", lambda r: v.in_flight.discard(r.url))
         # networkidle: also a page that redirects (index.html -> chapters/intro.html) has arrived.
-        page.goto(server.url + path, wait_until="networkidle")
+        # The limit is generous (a busy 2-core CI machine once took over 30 s): it guards against a hang,
+        # it does not time the page.
+        v.wait_quiet(lambda: page.goto(server.url + path, wait_until="networkidle", timeout=QUIET_MS), path)
         if wait_maths:
             page.evaluate("() => window.MathJax && window.MathJax.startup ? MathJax.startup.promise : null")
-            page.wait_for_load_state("networkidle")  # fonts MathJax fetched while typesetting
+            # fonts MathJax fetched while typesetting
+            v.wait_quiet(lambda: page.wait_for_load_state("networkidle", timeout=QUIET_MS), path)
         return v
 
     yield open_page
