@@ -333,17 +333,18 @@ def test_widest_allowed_beam_runs(shipped, sentences, monkeypatch, capsysbinary)
 
 # --- the public API is unchanged for clean input -------------------------------------------------------------
 
-# Recorded with lib/translate.py before this hardening (shipped model, the first three test sentences).
+# Recorded with lib/translate.py before this hardening (the first three test sentences), re-recorded with the same
+# code when models/de-en was replaced by the 2e-3 averaged model.
 BEFORE = {
     1: [
-        "A man in an orange hat, serving something.",
-        "A bound terrier runs across the grass in front of a white fence.",
-        "A girl in a karate uniform is making a board with a board.",
+        "A man in an orange hat is blocking something.",
+        "A bound Terrier is running over green grass in front of a white fence.",
+        "A girl in a karate uniform is putting a board with a kick.",
     ],
     5: [
-        "A man in an orange hat serving something.",
-        "A body of terrier is running over green grass in front of a white fence.",
-        "A girl in a karate uniform is making a board with a board.",
+        "A man in an orange hat is blocking something.",
+        "A boerrier walks across the lush green grass in front of a white fence.",
+        "A girl in a karate uniform is putting a board with a kick.",
     ],
 }
 
