@@ -8,14 +8,22 @@ decodes the Multi30k validation set greedily (the test set is not looked at). On
     python bench/live_recipe_sweep.py --device cuda --parallel 4      # 8 recipes, about 2 minutes on one H100
     python bench/live_recipe_sweep.py --device cpu --parallel 1 --configs 400:1e-3,200:3e-3   # about 12 min
 
+Other levers at one schedule: each ``--extra`` is a variant, further ``lib.train`` arguments (``""`` is the
+plain recipe), run with every schedule of ``--configs``:
+
+    python bench/live_recipe_sweep.py --configs 200:3e-3 --extra "" --extra "--dropout 0" \
+        --extra "--label-smoothing 0" --extra "--vocab-size 4000" --threads 2
+
 Writes one JSON line per recipe to ``--out`` (default ``runs/live_recipe_sweep.jsonl``).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -52,7 +60,18 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--parallel", type=int, default=1, help="runs at a time")
     p.add_argument("--threads", type=int, default=None, help="CPU threads of each run")
     p.add_argument("--out", default="runs/live_recipe_sweep.jsonl")
+    p.add_argument(
+        "--extra",
+        action="append",
+        default=None,
+        help='further lib.train arguments of one variant, e.g. "--dropout 0" (repeat for more; "" = none)',
+    )
     args = p.parse_args(argv)
+    extras = [shlex.split(e) for e in (args.extra or [""])]
+    reserved = {"--steps", "--warmup", "--peak-lr", "--out", "--device", "--preset", "--eval-every"}
+    for e in extras:
+        if reserved & set(e):
+            p.error(f"--extra {shlex.join(e)!r}: the sweep sets {', '.join(sorted(reserved & set(e)))} itself")
     try:
         configs = _parse_configs(args.configs)
     except ValueError:
@@ -67,13 +86,15 @@ def main(argv: list[str] | None = None) -> list[dict]:
     subprocess.run([sys.executable, "-c", tok], check=True, cwd=ROOT, env=env)
     work = Path(tempfile.mkdtemp(prefix="live-sweep-"))
 
-    def one(config: tuple[int, float]) -> dict:
-        warmup, peak = config
-        folder = work / f"w{warmup}_p{peak:g}"
+    def one(job: tuple[int, tuple[int, float], list[str]]) -> dict:
+        number, (warmup, peak), extra = job
+        folder = work / f"{number}_w{warmup}_p{peak:g}"
         command = [sys.executable, "-m", "lib.train", "--preset", "multi30k", "--device", args.device, *gpu,
                    *threads, "--steps", str(args.steps), "--warmup", str(warmup), "--peak-lr", f"{peak:g}",
-                   "--eval-every", "100", "--out", str(folder)]  # fmt: skip
+                   "--eval-every", "100", *extra, "--out", str(folder)]  # fmt: skip
         record: dict = {"steps": args.steps, "warmup": warmup, "peak_lr": peak, "device": args.device}
+        if extra:
+            record["extra"] = shlex.join(extra)
         proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
         if proc.returncode == 0:
             proc = subprocess.run(
@@ -89,7 +110,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         return record
 
     with ThreadPoolExecutor(max(1, args.parallel)) as pool:
-        return list(pool.map(one, configs))
+        jobs = [(i, c, e) for i, (c, e) in enumerate(itertools.product(configs, extras))]
+        return list(pool.map(one, jobs))
 
 
 if __name__ == "__main__":
