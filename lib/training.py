@@ -697,9 +697,11 @@ def _plain(value: Any) -> Any:
 class _TrainMemo:
     """Where :func:`train` keeps a finished run when the environment variable :data:`TRAIN_CACHE_ENV` names a folder.
 
-    The file's name is a SHA-256 digest of everything the run depends on: the model's class and initial weights,
-    the training settings, the first epoch's batches, the code of ``loss_fn`` and ``evaluate``, the source of every
-    module of ``lib`` (the model, the loop, the data code), torch's version, its number of threads and the device.
+    The file's name is a SHA-256 digest of everything the run depends on: the model's class, its settings (the
+    plain attributes of every submodule, which equal weights do not show: a dropout rate, scaled or unscaled
+    scores) and its initial weights, the training settings, the first epoch's batches, the code of ``loss_fn`` and
+    ``evaluate``, the source of every module of ``lib`` (the model, the loop, the data code), torch's version, its
+    number of threads and the device.
     Calling :func:`train` again with all of these equal gives back the trained weights, the result, the random
     states the run ended with and its log lines, instead of training again. Only step-budgeted runs without a run
     folder, resumption, compilation or data parallelism are kept: with a minutes budget the run depends on the
@@ -727,6 +729,7 @@ class _TrainMemo:
             h.update(source.name.encode() + source.read_bytes())
         h.update(f"{torch.__version__}|{torch.get_num_threads()}|{device}|{type(model).__qualname__}".encode())
         h.update(json.dumps(config.to_dict(), sort_keys=True, default=repr).encode())
+        _settings_digest(h, model)
         _digest(h, model.state_dict())
         for fn in functions:
             _code_digest(h, fn)
@@ -759,6 +762,24 @@ class _TrainMemo:
             atomic_torch_save(state, self.path)
         except OSError as err:
             warnings.warn(f"could not keep the training run in {self.path} ({err})", stacklevel=3)
+
+
+_PLAIN = (bool, int, float, str, type(None))
+
+
+def _settings_digest(h: Any, model: nn.Module) -> None:
+    """Feed ``h`` the settings that a model's weights do not show: for every submodule, its class and its plain
+    attributes (numbers, strings, flags and dataclass configs such as a ``config``), e.g. the dropout rate or
+    whether dot-product scores are scaled, which two models with equal weights can differ in."""
+    for name, module in model.named_modules():
+        plain = sorted(
+            (key, repr(value))
+            for key, value in vars(module).items()
+            if not key.startswith("_")
+            and key != "training"
+            and (isinstance(value, _PLAIN) or (dataclasses.is_dataclass(value) and not isinstance(value, type)))
+        )
+        h.update(f"M{name}|{type(module).__qualname__}|{plain}".encode())
 
 
 def _digest(h: Any, obj: Any) -> None:

@@ -5,6 +5,7 @@ import random
 import pytest
 import torch
 
+from lib.seq2seq import Seq2Seq, Seq2SeqConfig
 from lib.training import TRAIN_CACHE_ENV, TrainConfig, evaluate_loss, train, translation_batches
 from lib.transformer import Transformer, TransformerConfig
 
@@ -74,6 +75,24 @@ def test_any_change_trains_again(tmp_path, monkeypatch, change):
         batches = translation_batches(examples, cfg.max_tokens, cfg.seed)
         train(_model(), batches, cfg, evaluate=lambda m: 0.0, progress=False, log=lambda line: None)
     assert len(list(tmp_path.iterdir())) == 2
+
+
+def test_models_with_equal_weights_but_other_settings_train_apart(tmp_path, monkeypatch):
+    """Dot-product and scaled dot-product attention have no weights of their own (and equal dropout rates
+    none at all): kept runs must not mix them up, as they once did for the Bahdanau chapter's four scores."""
+    monkeypatch.setenv(TRAIN_CACHE_ENV, str(tmp_path))
+    results = {}
+    for attention in ("dot", "scaled_dot"):
+        torch.manual_seed(0)
+        model = Seq2Seq(Seq2SeqConfig(40, d_embed=8, d_hidden=16, attention=attention, dropout=0.0, max_len=64))
+        results[attention] = (_train(model, []), model.state_dict())
+    assert len(list(tmp_path.iterdir())) == 2
+    assert results["dot"][0] != results["scaled_dot"][0]
+    assert not torch.equal(results["dot"][1]["output.weight"], results["scaled_dot"][1]["output.weight"])
+    torch.manual_seed(0)
+    _train(Transformer(TransformerConfig.tiny(vocab_size=40, max_len=64, dropout=0.2)), [])  # _model() has 0.1
+    _train(_model(), [])
+    assert len(list(tmp_path.iterdir())) == 4
 
 
 def test_nothing_is_kept_without_the_variable_with_a_minutes_budget_or_with_a_run_folder(tmp_path, monkeypatch):
