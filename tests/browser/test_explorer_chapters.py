@@ -24,7 +24,7 @@ EXPLORER = "#attention-explorer-0"
 # page -> (the kinds embedded, the first view: kind, layer (None: the last), head)
 PAGES = {
     "chapters/bahdanau_attention.html": (["cross"], ("cross", None, "mean")),
-    "chapters/self_attention.html": (["encoder"], ("encoder", 2, 3)),
+    "chapters/self_attention.html": (["encoder"], ("encoder", 0, 2)),
     "chapters/multihead_attention.html": (["encoder"], ("encoder", 1, 2)),
     "chapters/capstone.html": (["encoder", "decoder", "cross"], ("cross", None, "mean")),
 }
