@@ -22,6 +22,7 @@ and §5.4 (label smoothing ε_ls = 0.1; dropout).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -708,8 +709,10 @@ class _TrainMemo:
     machine's speed.
     """
 
-    def __init__(self, folder: Path, key: str) -> None:
+    def __init__(self, folder: Path, key: str, functions: tuple[Callable[..., Any] | None, ...] = ()) -> None:
         self.path = folder / f"train-{key}.pt"
+        self.functions = functions
+        self.reachable = _reachable_digest(functions)  # to see whether the run changed what its functions reach
 
     @classmethod
     def open(
@@ -733,8 +736,9 @@ class _TrainMemo:
         _digest(h, model.state_dict())
         for fn in functions:
             _code_digest(h, fn)
+        h.update(_reachable_digest(functions).encode())
         _digest(h, list(batches(0)))
-        return cls(Path(folder), h.hexdigest()[:24])
+        return cls(Path(folder), h.hexdigest()[:24], functions)
 
     def load(self, model: nn.Module, device: torch.device, log: Callable[[str], Any]) -> TrainResult | None:
         """The kept run, restored into ``model`` (weights, eval mode), the random states and ``log``; None if none."""
@@ -743,6 +747,9 @@ class _TrainMemo:
         try:
             saved = torch.load(self.path, map_location="cpu", weights_only=True)
             model.to(device).load_state_dict(saved["model"])
+            params = dict(model.named_parameters())
+            for name, grad in saved["grads"].items():  # the last step's gradients, as training leaves them
+                params[name].grad = grad.to(device)
             result = TrainResult(**saved["result"])
             _set_rng_state(saved["rng"], device)
             lines = list(saved["log"])
@@ -755,8 +762,21 @@ class _TrainMemo:
         return result
 
     def save(self, model: nn.Module, result: TrainResult, lines: list[str], device: torch.device) -> None:
-        """Keep the finished run (an unwritable folder only costs a new training next time)."""
-        state = {"model": model.state_dict(), "result": asdict(result), "rng": _rng_state(device), "log": lines}
+        """Keep the finished run (an unwritable folder only costs a new training next time).
+
+        Not kept when the run changed something its ``loss_fn`` or ``evaluate`` reach (e.g. a loss recorded into a
+        list): restoring the weights would not repeat that.
+        """
+        if _reachable_digest(self.functions) != self.reachable:
+            return
+        grads = {name: p.grad.detach().cpu() for name, p in model.named_parameters() if p.grad is not None}
+        state = {
+            "model": model.state_dict(),
+            "grads": grads,
+            "result": asdict(result),
+            "rng": _rng_state(device),
+            "log": lines,
+        }
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             atomic_torch_save(state, self.path)
@@ -806,6 +826,59 @@ def _digest(h: Any, obj: Any) -> None:
                 _digest(h, x)
     else:  # numbers, strings, None; other objects by their repr (an address in it only makes the run train again)
         h.update(repr(obj).encode())
+
+
+def _reachable_digest(functions: tuple[Callable[..., Any] | None, ...]) -> str:
+    """A digest of the values that ``functions`` reach: the contents of their closures, defaults and partial
+    arguments, and the plain or container globals their code names (tensors by their bytes, models by their
+    weights), following the functions among them. Two runs whose loss or evaluation captures different data
+    differ here; a run that appends to a captured list changes it."""
+    h = hashlib.sha256()
+    seen: set[int] = set()
+    stack: list[Any] = [fn for fn in functions if fn is not None]
+    while stack:
+        fn = stack.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        values: list[Any] = []
+        if isinstance(fn, functools.partial):
+            values += [fn.func, *fn.args, *fn.keywords.values()]
+        fn = getattr(fn, "__func__", fn)  # a bound method: its function
+        code = getattr(fn, "__code__", None)
+        if code is not None:
+            values += [cell.cell_contents for cell in fn.__closure__ or () if _cell_filled(cell)]
+            values += list(fn.__defaults__ or ()) + list((fn.__kwdefaults__ or {}).values())
+            names = set()
+            codes = [code]
+            while codes:
+                c = codes.pop()
+                names.update(c.co_names)
+                codes += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+            module_globals = getattr(fn, "__globals__", {})
+            values += [module_globals[n] for n in sorted(names) if n in module_globals]
+        for value in values:
+            if callable(value) and not isinstance(value, (type, nn.Module)):
+                h.update(b"F")
+                _code_digest(h, value)
+                stack.append(value)
+            elif isinstance(value, nn.Module):
+                _settings_digest(h, value)
+                _digest(h, value.state_dict())
+            elif isinstance(value, (Tensor, list, tuple, dict, set, *_PLAIN)) or (
+                dataclasses.is_dataclass(value) and not isinstance(value, type)
+            ):
+                _digest(h, sorted(value, key=repr) if isinstance(value, set) else value)
+            # modules, classes and other objects: their code is lib's (digested) or the caller's own
+    return h.hexdigest()
+
+
+def _cell_filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 (an empty cell raises)
+    except ValueError:
+        return False
+    return True
 
 
 def _code_digest(h: Any, fn: Callable[..., Any] | None) -> None:

@@ -95,6 +95,56 @@ def test_models_with_equal_weights_but_other_settings_train_apart(tmp_path, monk
     assert len(list(tmp_path.iterdir())) == 4
 
 
+def test_the_restored_model_holds_the_last_steps_gradients(tmp_path, monkeypatch):
+    monkeypatch.setenv(TRAIN_CACHE_ENV, str(tmp_path))
+    first, second = _model(), _model()
+    _train(first, [])
+    _train(second, [])
+    for (name, p), q in zip(first.named_parameters(), second.parameters()):
+        assert p.grad is not None and torch.equal(p.grad, q.grad), name
+
+
+def test_a_run_that_changes_what_its_loss_reaches_is_not_kept(tmp_path, monkeypatch):
+    """A loss that records into a list has an effect that restoring the weights would not repeat."""
+    monkeypatch.setenv(TRAIN_CACHE_ENV, str(tmp_path))
+    from lib.training import seq2seq_loss
+
+    examples = _examples()
+    cfg = TrainConfig(max_steps=4, max_tokens=400, warmup=2, eval_every_steps=4, amp=False)
+    recorded = []
+    for _ in range(2):
+        losses = []
+
+        def loss_fn(m, b, losses=losses):
+            loss = seq2seq_loss(m, b, 0.1)
+            losses.append(loss.item())
+            return loss
+
+        train(_model(), translation_batches(examples, 400, 0), cfg, loss_fn=loss_fn, progress=False, log=lambda _: 0)
+        recorded.append(losses)
+    assert recorded[0] == recorded[1] and len(recorded[0]) == 4
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_closures_over_different_data_train_apart(tmp_path, monkeypatch):
+    monkeypatch.setenv(TRAIN_CACHE_ENV, str(tmp_path))
+    examples = _examples()
+    cfg = TrainConfig(max_steps=4, max_tokens=400, warmup=2, eval_every_steps=4, amp=False)
+    vals = []
+    for seed in (1, 2):  # the same code, each evaluating on its own validation batches
+        val = translation_batches(_examples(seed=seed)[:20], 400, 0)(0)
+        result = train(
+            _model(),
+            translation_batches(examples, 400, 0),
+            cfg,
+            evaluate=lambda m, val=val: evaluate_loss(m, val),
+            progress=False,
+            log=lambda _: 0,
+        )
+        vals.append(result.history[-1]["val_loss"])
+    assert len(list(tmp_path.iterdir())) == 2 and vals[0] != vals[1]
+
+
 def test_nothing_is_kept_without_the_variable_with_a_minutes_budget_or_with_a_run_folder(tmp_path, monkeypatch):
     monkeypatch.delenv(TRAIN_CACHE_ENV, raising=False)
     _train(_model(), [])
