@@ -701,12 +701,13 @@ class _TrainMemo:
     The file's name is a SHA-256 digest of everything the run depends on: the model's class, its settings (the
     plain attributes of every submodule, which equal weights do not show: a dropout rate, scaled or unscaled
     scores) and its initial weights, the training settings, the first epoch's batches, the code of ``loss_fn`` and
-    ``evaluate``, the source of every module of ``lib`` (the model, the loop, the data code), torch's version, its
-    number of threads and the device.
-    Calling :func:`train` again with all of these equal gives back the trained weights, the result, the random
-    states the run ended with and its log lines, instead of training again. Only step-budgeted runs without a run
-    folder, resumption, compilation or data parallelism are kept: with a minutes budget the run depends on the
-    machine's speed.
+    ``evaluate`` and the values they reach (closures, defaults, globals), the source of every module of ``lib``
+    (the model, the loop, the data code), torch's version, its number of threads and the device.
+    Calling :func:`train` again with all of these equal gives back the trained weights and the last step's
+    gradients, the result, the random states the run ended with and its log lines, instead of training again.
+    Only step-budgeted runs without a run folder, resumption, compilation or data parallelism are kept (with a
+    minutes budget the run depends on the machine's speed), and not a run that changed what its functions reach
+    (a loss recorded into a list): restoring would not repeat that.
     """
 
     def __init__(self, folder: Path, key: str, functions: tuple[Callable[..., Any] | None, ...] = ()) -> None:
