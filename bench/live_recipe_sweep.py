@@ -14,6 +14,12 @@ plain recipe), run with every schedule of ``--configs``:
     python bench/live_recipe_sweep.py --configs 200:3e-3 --extra "" --extra "--dropout 0" \
         --extra "--label-smoothing 0" --extra "--vocab-size 4000" --threads 2
 
+Tokens per batch is compared at equal training tokens, not equal steps: twice the batch for half the steps, the
+warm-up halved with them (the same tokens seen before the peak):
+
+    python bench/live_recipe_sweep.py --steps 325 --configs 100:3e-3 --extra "--max-tokens 6000" --threads 1
+    python bench/live_recipe_sweep.py --steps 1300 --configs 400:3e-3 --extra "--max-tokens 1500" --threads 1
+
 Writes one JSON line per recipe to ``--out`` (default ``runs/live_recipe_sweep.jsonl``).
 """
 
