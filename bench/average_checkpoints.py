@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 
 from lib.checkpoint import average_weights, load_run, save_run, snapshot_files, update_results
+from lib.files import atomic_write_text
 from lib.translate import evaluate_bleu
 
 
@@ -119,7 +120,7 @@ def main(argv: list[str] | None = None) -> dict:
         report["shipped"] = {"folder": args.ship, "greedy": round(g.score, 2), "beam": round(b.score, 2)}
     print(json.dumps(report, indent=2))
     if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+        atomic_write_text(args.json, json.dumps(report, indent=2) + "\n")
     return report
 
 

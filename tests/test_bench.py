@@ -6,22 +6,11 @@ when they are absent. The numbers themselves are not checked, only that they are
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 import torch
-
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "train_speed.py"
-
-
-def _load_bench():
-    """Import bench/train_speed.py as a module (bench/ is a folder of scripts, not a package)."""
-    spec = importlib.util.spec_from_file_location("train_speed", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from bench_scripts import load_bench
 
 
 @pytest.fixture
@@ -38,7 +27,7 @@ def restore_threads():
 
 
 def test_train_speed_reports_positive_numbers(multi30k, restore_threads, tmp_path):
-    bench = _load_bench()
+    bench = load_bench("train_speed")
     out = tmp_path / "speed.json"
     report = bench.main(
         [
@@ -87,4 +76,4 @@ def test_train_speed_reports_positive_numbers(multi30k, restore_threads, tmp_pat
 
 def test_train_speed_rejects_an_unknown_preset(restore_threads):
     with pytest.raises(SystemExit):
-        _load_bench().main(["--presets", "huge"])
+        load_bench("train_speed").main(["--presets", "huge"])

@@ -6,22 +6,11 @@ the computed and measured memory figures are exact, so they are checked exactly.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 import torch
-
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "attention_cost.py"
-
-
-def _load_bench():
-    """Import bench/attention_cost.py as a module (bench/ is a folder of scripts, not a package)."""
-    spec = importlib.util.spec_from_file_location("attention_cost", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from bench_scripts import load_bench
 
 
 @pytest.fixture
@@ -34,7 +23,7 @@ def restore_threads():
 
 def test_attention_cost_prints_a_table_and_writes_json(restore_threads, tmp_path, capsys):
     out = tmp_path / "cost.json"
-    report = _load_bench().main(
+    report = load_bench("attention_cost").main(
         [
             "--min-n",
             "16",
@@ -68,7 +57,9 @@ def test_attention_cost_prints_a_table_and_writes_json(restore_threads, tmp_path
 
 
 def test_attention_cost_without_memory(restore_threads, capsys):
-    report = _load_bench().main(["--min-n", "8", "--max-n", "8", "--repeats", "1", "--threads", "1", "--no-memory"])
+    report = load_bench("attention_cost").main(
+        ["--min-n", "8", "--max-n", "8", "--repeats", "1", "--threads", "1", "--no-memory"]
+    )
     (row,) = report["rows"]
     assert row["lib_peak_bytes"] is None and "peak MiB" not in capsys.readouterr().out
 
@@ -76,10 +67,10 @@ def test_attention_cost_without_memory(restore_threads, capsys):
 @pytest.mark.parametrize("argv", [["--max-n", "64", "--min-n", "128"], ["--repeats", "0"], ["--threads", "0"]])
 def test_attention_cost_rejects_bad_arguments(argv):
     with pytest.raises(SystemExit):
-        _load_bench().main(argv)
+        load_bench("attention_cost").main(argv)
 
 
 def test_seq_lengths_double_from_min_to_max():
-    bench = _load_bench()
+    bench = load_bench("attention_cost")
     assert bench.seq_lengths(128, 4096) == [128, 256, 512, 1024, 2048, 4096]
     assert bench.seq_lengths(100, 500) == [100, 200, 400]

@@ -6,23 +6,13 @@ lib's explicit attention is exact, so it is checked exactly.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 import torch
+from bench_scripts import load_bench
 
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "attention_scaling.py"
 METHODS = ["full (lib)", "full (torch fused)", "sliding window", "linear (elu+1)", "Performer", "LSH"]
-
-
-def _load_bench():
-    """Import bench/attention_scaling.py as a module (bench/ is a folder of scripts, not a package)."""
-    spec = importlib.util.spec_from_file_location("attention_scaling", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture
@@ -35,7 +25,7 @@ def restore_threads():
 
 def test_attention_scaling_prints_tables_and_the_crossover_and_writes_json(restore_threads, tmp_path, capsys):
     out = tmp_path / "scaling.json"
-    report = _load_bench().main(
+    report = load_bench("attention_scaling").main(
         [
             "--min-n",
             "16",
@@ -76,7 +66,7 @@ def test_attention_scaling_prints_tables_and_the_crossover_and_writes_json(resto
 
 
 def test_attention_scaling_drops_slow_methods_and_skips_memory(restore_threads, capsys):
-    report = _load_bench().main(
+    report = load_bench("attention_scaling").main(
         [
             "--min-n",
             "8",
@@ -122,11 +112,11 @@ def test_attention_scaling_drops_slow_methods_and_skips_memory(restore_threads, 
 )
 def test_attention_scaling_rejects_bad_arguments(argv):
     with pytest.raises(SystemExit):
-        _load_bench().main(argv)
+        load_bench("attention_scaling").main(argv)
 
 
 def test_crossovers_from_a_report():
-    bench = _load_bench()
+    bench = load_bench("attention_scaling")
     report = {
         "settings": {"seq_lens": [256, 512]},
         "rows": [

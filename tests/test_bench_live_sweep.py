@@ -3,27 +3,17 @@ and its usage errors. ``subprocess.run`` is replaced by a recorder, so nothing i
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import types
-from pathlib import Path
 
 import pytest
-
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "live_recipe_sweep.py"
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("live_recipe_sweep", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from bench_scripts import load_bench
 
 
 @pytest.fixture
 def recorded(monkeypatch):
     """The sweep module with ``subprocess.run`` recording each command instead of running it."""
-    module = _load()
+    module = load_bench("live_recipe_sweep")
     calls: list[list[str]] = []
 
     def fake_run(command, **kwargs):
