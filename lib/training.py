@@ -710,10 +710,12 @@ class _TrainMemo:
     (a loss recorded into a list): restoring would not repeat that.
     """
 
-    def __init__(self, folder: Path, key: str, functions: tuple[Callable[..., Any] | None, ...] = ()) -> None:
+    def __init__(
+        self, folder: Path, key: str, functions: tuple[Callable[..., Any] | None, ...] = (), reachable: str = ""
+    ) -> None:
         self.path = folder / f"train-{key}.pt"
         self.functions = functions
-        self.reachable = _reachable_digest(functions)  # to see whether the run changed what its functions reach
+        self.reachable = reachable  # _reachable_digest(functions) before the run: did the run change it?
 
     @classmethod
     def open(
@@ -737,9 +739,10 @@ class _TrainMemo:
         _digest(h, model.state_dict())
         for fn in functions:
             _code_digest(h, fn)
-        h.update(_reachable_digest(functions).encode())
+        reachable = _reachable_digest(functions)
+        h.update(reachable.encode())
         _digest(h, list(batches(0)))
-        return cls(Path(folder), h.hexdigest()[:24], functions)
+        return cls(Path(folder), h.hexdigest()[:24], functions, reachable)
 
     def load(self, model: nn.Module, device: torch.device, log: Callable[[str], Any]) -> TrainResult | None:
         """The kept run, restored into ``model`` (weights, eval mode), the random states and ``log``; None if none."""
