@@ -23,6 +23,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from lib.files import atomic_write_text
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -61,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{'total':24s} {sum(times.values()):7.1f} s  ({'cold' if args.cold else 'warm'} cache, {os.cpu_count()} CPUs)"
     )
     if args.json:
-        args.json.write_text(json.dumps(times, indent=1) + "\n")
+        atomic_write_text(args.json, json.dumps(times, indent=1) + "\n")
     return 0
 
 

@@ -35,6 +35,8 @@ from pathlib import Path
 
 import torch
 
+from lib.files import atomic_write_text
+
 ROOT = Path(__file__).resolve().parent.parent
 
 #: The checklist's parts, in the order they run.
@@ -207,7 +209,7 @@ def main(argv: list[str] | None = None) -> dict:
             **_same_history(_history(out / "straight"), _history(out / "nccl1"), tol=2e-2),
         }
 
-    (out / "checklist.json").write_text(json.dumps(report, indent=2) + "\n")
+    atomic_write_text(out / "checklist.json", json.dumps(report, indent=2) + "\n")
     print(f"\n{report['gpu']}, torch {report['torch']}: test_2016_flickr BLEU against training minutes\n")
     print("| variant | tokens/s | minutes | greedy | beam |")
     print("|---|---:|---:|---:|---:|")
