@@ -334,17 +334,17 @@ def test_widest_allowed_beam_runs(shipped, sentences, monkeypatch, capsysbinary)
 # --- the public API is unchanged for clean input -------------------------------------------------------------
 
 # Recorded with lib/translate.py before this hardening (the first three test sentences), re-recorded with the same
-# code when models/de-en was replaced by the 2e-3 averaged model.
+# code each time models/de-en was replaced (last: the 1,500-token averaged model).
 BEFORE = {
     1: [
-        "A man in an orange hat is blocking something.",
-        "A bound Terrier is running over green grass in front of a white fence.",
-        "A girl in a karate uniform is putting a board with a kick.",
+        "A man in an orange hat is shopping for something.",
+        "A bourk runs across lush green grass in front of a white fence.",
+        "A girl in a karate uniform is breaking a board with a spi.",
     ],
     5: [
-        "A man in an orange hat is blocking something.",
-        "A boerrier walks across the lush green grass in front of a white fence.",
-        "A girl in a karate uniform is putting a board with a kick.",
+        "A man in an orange hat buying something.",
+        "A terrier walks across lush green grass in front of a white fence.",
+        "A girl in a karate uniform is breaking a board.",
     ],
 }
 
