@@ -137,8 +137,9 @@ def test_the_saved_directive_is_the_commented_one_whatever_the_note_says():
     edited = shown.replace("draws it live:", "draws it live (I ran it):").replace("run.tokenizer", "tok")
     assert lab_server.restore_cell(edited) == source
     # A sentence changed in the commented directive is saved in the directive.
-    edited = shown.replace("% Ein Mann repariert", "% Eine Frau repariert")
-    assert lab_server.restore_cell(edited) == source.replace("Ein Mann repariert", "Eine Frau repariert")
+    edited = shown.replace("% Ein Mann trinkt", "% Eine Frau trinkt")
+    assert edited != shown
+    assert lab_server.restore_cell(edited) == source.replace("Ein Mann trinkt", "Eine Frau trinkt")
     # Without its marker line, the note is a note (JupyterLab's reader deleted the marker: their choice).
     unmarked = shown.replace(lab_server.EXPLORER_MARKER + "\n", "")
     assert lab_server.restore_cell(unmarked) == unmarked
