@@ -27,6 +27,7 @@ import platform
 import torch
 
 from lib.cost import attention_cost
+from lib.files import atomic_write_text
 
 
 def machine_facts() -> dict:
@@ -131,9 +132,7 @@ def main(argv=None) -> dict:
     )
     print_report(report)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=2)
-            f.write("\n")
+        atomic_write_text(args.json, json.dumps(report, indent=2) + "\n")
         print(f"\nwrote {args.json}")
     return report
 

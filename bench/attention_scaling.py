@@ -32,6 +32,7 @@ from pathlib import Path
 import torch
 
 from lib.cost import attention_methods, crossover, scaling_cost
+from lib.files import atomic_write_text
 
 # machine_facts and seq_lengths are shared with bench/attention_cost.py (bench/ is a folder of scripts).
 _spec = importlib.util.spec_from_file_location("attention_cost", Path(__file__).resolve().parent / "attention_cost.py")
@@ -172,9 +173,7 @@ def main(argv=None) -> dict:
     report["crossover"] = crossovers(report)
     print_report(report)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=2)
-            f.write("\n")
+        atomic_write_text(args.json, json.dumps(report, indent=2) + "\n")
         print(f"\nwrote {args.json}")
     return report
 

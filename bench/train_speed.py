@@ -37,6 +37,7 @@ from torch import Tensor, nn
 from lib.attention import MultiHeadAttention
 from lib.bpe import multi30k_tokenizer
 from lib.data import Batch, encode_pairs, load_multi30k, make_batches
+from lib.files import atomic_write_text
 from lib.positional import sinusoidal_positional_encoding
 from lib.special_tokens import BOS_ID, EOS_ID, PAD_ID
 from lib.training import TrainConfig, amp_context, label_smoothed_cross_entropy
@@ -533,9 +534,7 @@ def main(argv=None) -> dict:
         )
     print_report(report)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=2)
-            f.write("\n")
+        atomic_write_text(args.json, json.dumps(report, indent=2) + "\n")
         print(f"\nwrote {args.json}")
     return report
 

@@ -26,6 +26,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run from anywhere: `import lib` finds this checkout
+
+from lib.files import atomic_write_text  # noqa: E402
+
 CELL_ID = "colab-setup"
 
 # The repository URL the book ships with: it names no real repository. The one place that knows it.
@@ -120,7 +124,7 @@ def update(path: Path, check: bool) -> bool:
         want["execution_count"] = cells[index].get("execution_count")
         del cells[index]
     cells.insert(1, want)
-    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    atomic_write_text(path, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
     return False
 
 

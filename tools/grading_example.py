@@ -42,6 +42,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run from anywhere: `import lib` finds this checkout
+
+from lib.files import atomic_write_text  # noqa: E402
+
 CHAPTER = "preliminaries"
 OTHER_CHAPTER = "positional_encoding"
 IMAGES = ROOT / "chapters" / "images"
@@ -159,7 +163,7 @@ def _answer(nb: dict, answers: dict[str, str | None]) -> dict:
 
 def _write(path: Path, nb: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    atomic_write_text(path, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 
 def make_class(folder: str | os.PathLike) -> list[Path]:
@@ -258,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     IMAGES.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(workdir / "grades.csv", EXAMPLE.with_suffix(".csv"))
     shutil.copyfile(workdir / "grades.png", EXAMPLE.with_suffix(".png"))
-    EXAMPLE.with_suffix(".txt").write_text(summary_text(EXAMPLE.with_suffix(".csv")), encoding="utf-8")
+    atomic_write_text(EXAMPLE.with_suffix(".txt"), summary_text(EXAMPLE.with_suffix(".csv")))
     print(f"wrote {EXAMPLE}.csv, .txt and .png in {time.perf_counter() - start:.0f} s")
     if not args.keep:
         shutil.rmtree(workdir, ignore_errors=True)
