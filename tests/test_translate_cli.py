@@ -16,13 +16,16 @@ import subprocess
 import sys
 import unicodedata
 import warnings
+from pathlib import Path
 
 import pytest
+import torch
 
 import lib.translate as T
 from lib.bpe import encode
 from lib.checkpoint import SHIPPED_MODEL, load_run
 from lib.data import load_multi30k
+from lib.explorer import explorer_data
 from lib.special_tokens import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 CLI = [sys.executable, "-m", "lib.translate"]
@@ -354,6 +357,35 @@ def test_clean_input_translates_as_before_with_the_positional_api(beam, shipped,
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert T.translate(shipped.model, shipped.tokenizer, sentences[:3], beam, 0.6, 100, None) == BEFORE[beam]
+
+
+LIVE_PAGE = Path(__file__).resolve().parents[1] / "chapters" / "translate_live.md"
+
+
+def test_the_live_pages_worked_mistake_is_what_the_shipped_model_does(shipped, multi30k_dir):
+    """chapters/translate_live.md explains test sentence 1's greedy mistake; each fact it states is checked here.
+
+    The translations it quotes are BEFORE's (which the test above checks against the model); the page is read with
+    its line breaks folded into spaces.
+    """
+    page = " ".join(LIVE_PAGE.read_text(encoding="utf-8").split())
+    german, reference = load_multi30k("test_2016_flickr")[1]
+    assert german.startswith("Ein Boston Terrier") and f'"{reference}"' in page
+    assert f'"{BEFORE[1][1]}"' in page and f'"{BEFORE[5][1]}"' in page, "the page quotes other translations"
+    train = [de for de, _ in load_multi30k("train")]
+    assert len(train) == 29_000 and "29,000 training pairs" in page
+    assert sum("Boston Terrier" in de for de in train) == 0 and "never occurs" in page
+    assert sum("Terrier" in de for de in train) == 6 and "*Terrier* is in six German sentences" in page
+    assert sum("Boston" in de for de in train) == 3 and "*Boston* in three" in page
+
+    s = explorer_data(shipped.model, shipped.tokenizer, [german], kinds=["cross"])["sentences"][0]
+    name = ["▁Bo", "st", "on", "▁T", "err", "ier"]
+    assert s["src_tokens"][1:7] == name and f"`{' '.join(name)}`" in page
+    assert s["tgt_tokens"][1:4] == ["▁bo", "ur", "k"]
+    maps = s["maps"]["cross"]  # [layer][head][query][key]
+    assert len(maps) == 3 and len(maps[-1]) == 4 and "layer 2 (last), mean of 4 heads" in page
+    on_the_name = torch.tensor(maps[-1]).mean(0)[1:4, 1:7].sum(-1)  # rows ▁bo, ur, k; keys ▁Bo … ier
+    assert (on_the_name > 0.7).all() and "more than 70 % of its weight" in page, on_the_name
 
 
 @pytest.mark.parametrize("bad", ["Ein Hund.", ["Ein Hund.", None]])
