@@ -26,10 +26,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # run from anywhere: `import lib` finds this checkout
-
-from lib.files import atomic_write_text  # noqa: E402
-
 CELL_ID = "colab-setup"
 
 # The repository URL the book ships with: it names no real repository. The one place that knows it.
@@ -124,6 +120,10 @@ def update(path: Path, check: bool) -> bool:
         want["execution_count"] = cells[index].get("execution_count")
         del cells[index]
     cells.insert(1, want)
+    # Imported here: the build and tools/portable.py load this module for its constants, without torch.
+    sys.path.insert(0, str(ROOT))
+    from lib.files import atomic_write_text
+
     atomic_write_text(path, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
     return False
 
