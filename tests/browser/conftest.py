@@ -16,6 +16,7 @@ import http.server
 import os
 import shutil
 import threading
+import time
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,6 +122,7 @@ class Visit:
     failed_requests: list[str] = field(default_factory=list)
 
     in_flight: set[str] = field(default_factory=set)
+    last_activity: float = field(default_factory=time.monotonic)  # time.monotonic() of the last request event
 
     def wait_quiet(self, wait, path: str) -> None:
         """Run ``wait`` (a Playwright wait for ``networkidle``); on a timeout, fail naming what was in flight."""
@@ -131,6 +133,22 @@ class Visit:
         except PlaywrightTimeout:
             pending = sorted(self.in_flight)[:10] or ["none at that moment"]
             pytest.fail(f"{path}: the network did not go quiet in {QUIET_MS // 1000} s; in flight: {pending}")
+
+    def wait_idle(self, path: str, idle_s: float = 0.5) -> None:
+        """Wait until no request has started or ended for ``idle_s`` seconds and none is in flight.
+
+        Playwright's ``networkidle`` after the navigation, measured from the page's own request events:
+        ``page.wait_for_load_state("networkidle")`` once hung here for its whole limit with nothing in flight
+        (a known Playwright problem, microsoft/playwright#19835). Fails, naming what is in flight, after
+        ``QUIET_MS``.
+        """
+        deadline = time.monotonic() + QUIET_MS / 1000
+        while time.monotonic() < deadline:
+            if not self.in_flight and time.monotonic() - self.last_activity >= idle_s:
+                return
+            self.page.wait_for_timeout(100)  # lets Playwright deliver the page's events meanwhile
+        pending = sorted(self.in_flight)[:10] or ["none at that moment"]
+        pytest.fail(f"{path}: the network did not go quiet in {QUIET_MS // 1000} s; in flight: {pending}")
 
     def problems(self) -> list[str]:
         return [f"console: {m}" for m in self.console_errors] + [f"request: {r}" for r in self.failed_requests]
@@ -171,10 +189,19 @@ def visit(browser, server):
         page.on(
             "response", lambda r: v.failed_requests.append(f"{r.url}: HTTP {r.status}") if r.status >= 400 else None
         )
+
         # Requests still in flight, named when a wait for the network to go quiet times out.
-        page.on("request", lambda r: v.in_flight.add(r.url))
-        page.on("requestfinished", lambda r: v.in_flight.discard(r.url))
-        page.on("requestfailed", lambda r: v.in_flight.discard(r.url))
+        def started(r):
+            v.in_flight.add(r.url)
+            v.last_activity = time.monotonic()
+
+        def ended(r):
+            v.in_flight.discard(r.url)
+            v.last_activity = time.monotonic()
+
+        page.on("request", started)
+        page.on("requestfinished", ended)
+        page.on("requestfailed", ended)
         # networkidle: also a page that redirects (index.html -> chapters/intro.html) has arrived.
         # The limit is generous (a busy 2-core CI machine once took over 30 s): it guards against a hang,
         # it does not time the page.
@@ -182,7 +209,7 @@ def visit(browser, server):
         if wait_maths:
             page.evaluate("() => window.MathJax && window.MathJax.startup ? MathJax.startup.promise : null")
             # fonts MathJax fetched while typesetting
-            v.wait_quiet(lambda: page.wait_for_load_state("networkidle", timeout=QUIET_MS), path)
+            v.wait_idle(path)
         return v
 
     yield open_page
