@@ -131,8 +131,7 @@ class Visit:
         try:
             wait()
         except PlaywrightTimeout:
-            pending = sorted(self.in_flight)[:10] or ["none at that moment"]
-            pytest.fail(f"{path}: the network did not go quiet in {QUIET_MS // 1000} s; in flight: {pending}")
+            self._fail_not_quiet(path)
 
     def wait_idle(self, path: str, idle_s: float = 0.5) -> None:
         """Wait until no request has started or ended for ``idle_s`` seconds and none is in flight.
@@ -147,6 +146,9 @@ class Visit:
             if not self.in_flight and time.monotonic() - self.last_activity >= idle_s:
                 return
             self.page.wait_for_timeout(100)  # lets Playwright deliver the page's events meanwhile
+        self._fail_not_quiet(path)
+
+    def _fail_not_quiet(self, path: str) -> None:
         pending = sorted(self.in_flight)[:10] or ["none at that moment"]
         pytest.fail(f"{path}: the network did not go quiet in {QUIET_MS // 1000} s; in flight: {pending}")
 
