@@ -1,6 +1,6 @@
 """The GPU checklist: what a session with a CUDA GPU runs to verify (and measure) the book's GPU recipe.
 
-First run on one H100 on 2026-11-24 (figures: the README, ``models/de-en/results.json``). It runs, in order:
+First run on one H100 on 2026-11-24 (figures: ``models/de-en/README.md`` and ``results.json``). It runs, in order:
 
 1. the GPU tests: ``pytest -m gpu tests/test_runs.py tests/test_ddp.py`` (resume restores the GPU's random
    state; bf16, TF32, pinned batches and torch.compile train; a one-GPU NCCL torchrun);
@@ -14,7 +14,7 @@ First run on one H100 on 2026-11-24 (figures: the README, ``models/de-en/results
    the plain run of the same steps.
 
 Everything goes to ``--out`` (default ``runs/gpu-checklist``): one run folder per training, and
-``checklist.json`` with every figure; a markdown table is printed for the README.
+``checklist.json`` with every figure; a markdown table is printed for models/de-en/README.md.
 
     python bench/gpu_checklist.py                     # about 25 minutes on one H100
     python bench/gpu_checklist.py --quick             # 1-minute trainings, one variant: a smoke test

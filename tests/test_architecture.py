@@ -1,4 +1,4 @@
-"""The layers of ``lib/`` (README, "Architecture"): import contracts, no import cycles, no import of the book's tools.
+"""The layers of ``lib/`` (CONTRIBUTING.md): import contracts, no import cycles, no import of the book's tools.
 
 - The import-linter contracts in ``pyproject.toml`` (``[tool.importlinter]``) hold: models import only torch, the
   standard library, each other and the leaves; data and the tokenizer import no model; the leaves import nothing

@@ -263,7 +263,7 @@ def _leave_out_placeholder_buttons(app: Any, config: Any) -> None:
     config.html_theme_options = options
     logging.getLogger(__name__).info(
         f"book_site: repository.url is the placeholder {url} (no such repository): launch buttons "
-        "(Binder, Colab) and the repository button left out; set repository.url in _config.yml (see README.md)"
+        "(Binder, Colab) and the repository button left out; set repository.url in _config.yml (see CONTRIBUTING.md)"
     )
 
 
