@@ -76,17 +76,18 @@ def _worker(folder: Path, data: str | None) -> None:
     import torch.distributed as dist
 
     from lib import train as cli
+    from lib.training import resume as run_folder  # where the checkpoint and the snapshots are written
 
     torch.set_num_threads(1)
     ranks, device = training.setup_distributed(torch.device("cpu"))
     writes, logs = [], []
-    save = training.atomic_torch_save
+    save = run_folder.atomic_torch_save
 
     def recording_save(obj, path):
         writes.append(Path(path).name)
         return save(obj, path)
 
-    training.atomic_torch_save = recording_save
+    run_folder.atomic_torch_save = recording_save
     record = {"ranks": [ranks.rank, ranks.world_size, ranks.backend], "device": str(device)}
     record["equal"] = _run(STEPS, folder / "equal", log=logs.append)
     # resume under DDP, with dropout (each rank's own random stream): half the steps, then on to all, as all at once
@@ -267,7 +268,7 @@ def test_compile_runs_the_compiled_forward_and_keeps_the_weight_names(tmp_path, 
     monkeypatch.setattr(torch, "compile", fake_compile)
 
     def loss_fn(m, batch):
-        assert type(m).__name__ == "_Replica" and m.config.d_model == 32  # other attributes: the model's own
+        assert type(m).__name__ == "_Forward" and m.config.d_model == 32  # other attributes: the model's own
         return training.seq2seq_loss(m, batch)
 
     torch.manual_seed(0)

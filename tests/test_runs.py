@@ -349,12 +349,12 @@ def _draws():
 
 
 def test_the_rng_state_holds_the_training_devices_generator_and_restores_exactly():
-    from lib.training import _rng_state, _set_rng_state
+    from lib.training.resume import rng_state, set_rng_state
 
-    state = _rng_state(torch.device("cpu"))
+    state = rng_state(torch.device("cpu"))
     assert state["device"] == "cpu" and "device_rng" not in state and "cuda" not in state
     first = _draws()
-    _set_rng_state(state, torch.device("cpu"))
+    set_rng_state(state, torch.device("cpu"))
     again = _draws()
     assert torch.equal(first[0], again[0]) and first[1] == again[1]
 
@@ -368,20 +368,20 @@ def _fake_cuda(monkeypatch):
 
 
 def test_on_cuda_the_cuda_state_goes_into_the_cuda_generator_and_the_cpu_state_into_the_cpu_one(monkeypatch):
-    from lib.training import _rng_state, _set_rng_state
+    from lib.training.resume import rng_state, set_rng_state
 
     calls = _fake_cuda(monkeypatch)
     cuda = torch.device("cuda", 1)
-    state = _rng_state(cuda)
+    state = rng_state(cuda)
     assert state["device"] == "cuda" and torch.equal(state["device_rng"], torch.full((16,), 7, dtype=torch.uint8))
     cpu_state = state["torch"].clone()
     torch.rand(5)  # move the CPU generator on
-    _set_rng_state(state, cuda)
+    set_rng_state(state, cuda)
     assert len(calls) == 1 and calls[0][1] == cuda and torch.equal(calls[0][0], state["device_rng"])
     assert torch.equal(torch.get_rng_state(), cpu_state)
     # a checkpoint of the earlier format: every CUDA device's state in a list; device 1 gets the second
     old = {"torch": cpu_state, "python": random.getstate(), "cuda": [torch.zeros(16, dtype=torch.uint8), cpu_state]}
-    _set_rng_state(old, cuda)
+    set_rng_state(old, cuda)
     assert torch.equal(calls[1][0], cpu_state) and calls[1][1] == cuda
 
 
@@ -403,12 +403,12 @@ def test_a_checkpoint_saved_on_cuda_resumes_on_cpu_with_a_warning(tmp_path):
 
 
 def test_a_checkpoint_saved_on_cpu_resumed_on_cuda_warns(monkeypatch):
-    from lib.training import _rng_state, _set_rng_state
+    from lib.training.resume import rng_state, set_rng_state
 
     calls = _fake_cuda(monkeypatch)
-    state = _rng_state(torch.device("cpu"))
+    state = rng_state(torch.device("cpu"))
     with pytest.warns(UserWarning, match="saved while training on cpu and is resumed on cuda:0: .* the cuda generator"):
-        _set_rng_state(state, torch.device("cuda", 0))
+        set_rng_state(state, torch.device("cuda", 0))
     assert calls == []
 
 
@@ -443,14 +443,15 @@ def test_resume_on_cuda_restores_the_gpu_generator(tmp_path):
 
 @pytest.mark.gpu
 def test_the_gpu_recipe_bf16_tf32_pinned_batches_and_compile_trains():
-    from lib.training import _to_device, enable_tf32
+    from lib.training import enable_tf32
+    from lib.training.device import to_device
 
     matmul = torch.backends.cuda.matmul
     before = getattr(matmul, "fp32_precision", None)
     enable_tf32(True)
     try:
         batch = torch.randint(4, 30, (8, 6))
-        moved = _to_device(batch, torch.device("cuda"))
+        moved = to_device(batch, torch.device("cuda"))
         assert moved.is_cuda and torch.equal(moved.cpu(), batch)
         config = TrainConfig(max_steps=6, warmup=2, eval_every_steps=3, amp=True)
         results = []
