@@ -14,29 +14,70 @@ from typing import Any
 import torch
 from torch import Tensor
 
-__all__ = ["check_int", "positive_int", "check_model_config", "check_sampling", "check_new_tokens", "check_qkv_tensors"]
+__all__ = [
+    "check_int",
+    "positive_int",
+    "check_model_config",
+    "check_sampling",
+    "check_new_tokens",
+    "check_qkv_tensors",
+    "check_probability",
+    "check_attention_sizes",
+    "check_positional",
+    "check_token_ids",
+]
 
 
 def check_int(value: object, name: str, minimum: int | None = None) -> int:
-    """``value`` as an int, at least ``minimum`` if one is given.
-
-    Args:
-        value: the argument to check.
-        name: its name, for the message.
-        minimum: the smallest value allowed; None = any int.
-
-    Returns:
-        ``int(value)``.
-
-    Raises:
-        TypeError: value is a bool, a float (NaN included), a str or anything else that is not an integer.
-        ValueError: value < minimum.
-    """
+    """``value`` as an int, at least ``minimum`` if given: TypeError for a bool, float or str, ValueError if smaller."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be at least {minimum}, got {value}")
     return int(value)
+
+
+def check_probability(value: object, name: str) -> float:
+    """``value``, a probability in [0, 1]: TypeError for a non-number (or a bool), ValueError outside (NaN too)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a float in [0, 1], got {value!r} ({type(value).__name__})")
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be in [0, 1], got {value}")
+    return float(value)
+
+
+def check_attention_sizes(d_model: object, num_heads: object, num_kv_heads: object, dropout: object) -> None:
+    """Multi-head attention's sizes: positive ints, d_model = num_heads · d_k, num_kv_heads | num_heads; a dropout."""
+    for name, value in (("d_model", d_model), ("num_heads", num_heads), ("num_kv_heads", num_kv_heads)):
+        check_int(value, name, 1)
+    check_probability(dropout, "dropout")
+    if d_model % num_heads != 0:
+        raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads}): d_k = d_model / num_heads")
+    if num_heads % num_kv_heads != 0:
+        raise ValueError(f"num_kv_heads ({num_kv_heads}) must divide num_heads ({num_heads}): equal groups of heads")
+
+
+def check_positional(d_model: object, max_len: object, dropout: object) -> None:
+    """A positional encoding's sizes: max_len >= 1, d_model a positive even int (sin/cos pairs); a dropout."""
+    check_int(max_len, "max_len", 1)
+    if check_int(d_model, "d_model", 2) % 2 != 0:
+        raise ValueError(f"d_model must be a positive even number (sin/cos pairs), got {d_model}")
+    check_probability(dropout, "dropout")
+
+
+def check_token_ids(ids: Any, name: str, vocab_size: int, max_len: int, offset: int = 0, batch: Any = None) -> None:
+    """Token ids: an integer ``(batch, seq_len)`` tensor in [0, vocab_size) whose positions offset … fit max_len."""
+    if not isinstance(ids, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of token ids (batch, seq_len), got {type(ids).__name__}")
+    if ids.dim() != 2 or ids.dtype not in (torch.long, torch.int):
+        raise ValueError(f"{name} must be integer token ids (batch, seq_len), got {tuple(ids.shape)} {ids.dtype}")
+    if batch is not None and ids.size(0) != batch:
+        raise ValueError(f"src and {name} must have the same batch size, got {batch} and {ids.size(0)}")
+    # Reading the ids' values is a device sync, and would cut torch.compile's graph in two: eager mode checks them.
+    if ids.numel() and not torch.compiler.is_compiling() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
+        raise ValueError(f"{name} holds ids outside [0, {vocab_size})")
+    if offset + ids.size(1) > max_len:
+        raise ValueError(f"{name} has {ids.size(1)} positions from offset {offset}, beyond max_len {max_len}")
 
 
 def positive_int(value: Any, name: str) -> int:

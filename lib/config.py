@@ -69,19 +69,7 @@ class Config:
 
     @classmethod
     def preset(cls: type[C], name: str, *args: Any, **overrides: Any) -> C:
-        """The named preset, e.g. ``TransformerConfig.preset("tiny", 100)``.
-
-        Args:
-            name: one of the class's ``PRESETS``.
-            *args: positional arguments of the preset (for most, the vocabulary size).
-            **overrides: fields to change from the preset's values.
-
-        Returns:
-            The configuration.
-
-        Raises:
-            ValueError: ``name`` is not one of ``PRESETS``.
-        """
+        """The named preset, e.g. ``TransformerConfig.preset("tiny", 100)``; ValueError for a name not in PRESETS."""
         if name not in cls.PRESETS:
             raise ValueError(f"unknown preset {name!r} for {cls.__name__}; choose one of {list(cls.PRESETS)}")
         return getattr(cls, name)(*args, **overrides)

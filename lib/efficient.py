@@ -288,7 +288,7 @@ def _feature_map(feature_map: str | Callable[[Tensor], Tensor]) -> Callable[[Ten
     raise ValueError(f"feature_map must be 'elu' or a function (..., d) -> (..., m), got {feature_map!r}")
 
 
-def _kernel_attention(phi_q: Tensor, phi_k: Tensor, value: Tensor, causal: bool, chunk_size: int) -> Tensor:
+def kernel_attention(phi_q: Tensor, phi_k: Tensor, value: Tensor, causal: bool, chunk_size: int) -> Tensor:
     """φ(Q) (φ(K)ᵀ V) / φ(Q) (φ(K)ᵀ 1), non-causal or causal, never forming an n × n matrix.
 
     phi_q (B, n_q, m), phi_k (B, n_k, m), value (B, n_k, d_v) -> (B, n_q, d_v).
@@ -380,7 +380,7 @@ def linear_attention(
     n_k = key.size(-2)
     phi_q = phi(query.reshape(-1, n_q, query.size(-1)))
     phi_k = phi(key.reshape(-1, n_k, key.size(-1)))
-    out = _kernel_attention(phi_q, phi_k, value.reshape(-1, n_k, value.size(-1)), causal, chunk_size)
+    out = kernel_attention(phi_q, phi_k, value.reshape(-1, n_k, value.size(-1)), causal, chunk_size)
     return out.reshape(*lead, n_q, value.size(-1)), None
 
 
@@ -583,7 +583,7 @@ def performer_attention(
         phi_k = torch.exp(log_k)
     else:
         phi_k = torch.exp(log_k - log_k.amax(dim=(-2, -1), keepdim=True))
-    out = _kernel_attention(phi_q, phi_k, value.reshape(-1, n_k, value.size(-1)), causal, chunk_size)
+    out = kernel_attention(phi_q, phi_k, value.reshape(-1, n_k, value.size(-1)), causal, chunk_size)
     return out.reshape(*lead, n_q, value.size(-1)), None
 
 

@@ -31,7 +31,6 @@ import platformdirs
 import torch
 from torch import nn
 
-from .attention import ALiBiMultiHeadAttention, RotaryMultiHeadAttention
 from .bpe import multi30k_tokenizer
 from .data import encode_pairs, load_multi30k, make_batches, pad_batch
 from .decode import greedy_decode
@@ -41,6 +40,7 @@ from .lm import gpt_sequences, sentence_batches
 from .metrics import bleu_by_length
 from .modern import ModernGPT, ModernGPTConfig
 from .positional import LearnedPositionalEncoding, NoPositionalEncoding
+from .positional_attention import ALiBiMultiHeadAttention, RotaryMultiHeadAttention
 from .seq2seq import Seq2Seq, Seq2SeqConfig
 from .special_tokens import BOS_ID, EOS_ID, PAD_ID
 from .training import TrainConfig, TrainResult, evaluate_loss, seq2seq_loss, train, translation_batches
@@ -348,8 +348,9 @@ def transformer_with_positions(config: TransformerConfig, kind: str, seed: int =
     The model is built from ``config`` under ``torch.manual_seed(seed)``, so every kind starts from the same
     weights; then ``"learned"`` replaces the sinusoidal table by a learned one (``model.positional``), and
     ``"rope"`` and ``"alibi"`` drop the table and swap every *self*-attention of the encoder and the decoder for
-    :class:`lib.attention.RotaryMultiHeadAttention` or :class:`lib.attention.ALiBiMultiHeadAttention` with the
-    same weights (cross-attention compares a target position with source positions and keeps plain attention).
+    :class:`~lib.positional_attention.RotaryMultiHeadAttention` or
+    :class:`~lib.positional_attention.ALiBiMultiHeadAttention` with the same weights (cross-attention compares a
+    target position with source positions and keeps plain attention).
 
     Args:
         config: the model's sizes.

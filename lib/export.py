@@ -14,7 +14,7 @@ The export folder holds everything a page needs for greedy decoding, and a manif
     tokenizer.json  the run's BPE tokenizer, unchanged
     manifest.json   files, sizes and SHA-256, the ids of the special tokens, max_len, the graphs' inputs and outputs
 
-Design (measured on the shipped model; numbers in the README):
+Design (measured on the shipped model; numbers in models/de-en/README.md):
 
 - **Two graphs, one weight file.** Both graphs keep their weights in ONNX *external data* that points into the
   one ``weights.bin``; a tensor both graphs use (the tied embedding and output matrix, 8,000 × 128, the
@@ -135,7 +135,7 @@ class EncoderGraph(nn.Module):
         """
         m = self.model
         mask = m.source_mask(src)
-        memory, _ = m.encoder(m._embed(src, m.src_embed), mask)
+        memory, _ = m.encoder(m.embed(src, m.src_embed), mask)
         return memory, mask
 
 
@@ -177,7 +177,7 @@ class DecoderGraph(nn.Module):
         m = self.model
         t = tgt.size(1)
         causal = torch.ones(t, t, dtype=torch.bool, device=tgt.device).tril()
-        x = m._embed(tgt, m.tgt_embed)
+        x = m.embed(tgt, m.tgt_embed)
         x, _, cross = m.decoder(x, memory, causal, src_mask, None, return_attention=True)
         return m.output(x[:, -1]), torch.stack(cross, dim=1)
 

@@ -28,7 +28,7 @@ from torch import Tensor, nn
 
 from ._checks import check_int as _check_int
 from ._checks import check_model_config
-from .attention import GroupedQueryAttention, KeyValue, causal_mask
+from .attention import KeyValue, MultiHeadAttention, causal_mask
 from .config import Config
 from .interfaces import AttentionMaps, check_config_types
 from .positional import apply_rotary
@@ -274,7 +274,9 @@ class ModernBlock(nn.Module):
         c = config
         self.rope_base = c.rope_base
         self.attn_norm = RMSNorm(c.d_model, c.norm_eps)
-        self.attn = GroupedQueryAttention(c.d_model, c.num_heads, c.num_kv_heads, c.dropout, bias=False, fused=True)
+        self.attn = MultiHeadAttention(
+            c.d_model, c.num_heads, c.dropout, bias=False, fused=True, num_kv_heads=c.num_kv_heads
+        )
         self.ffn_norm = RMSNorm(c.d_model, c.norm_eps)
         self.ffn = SwiGLUFeedForward(c.d_model, c.d_ff, c.dropout, hidden=c.ffn_hidden)
         self.dropout = nn.Dropout(c.dropout)
@@ -307,13 +309,9 @@ class ModernBlock(nn.Module):
         q = apply_rotary(self.attn.project_query(h), positions, self.rope_base)  # (batch, heads, seq, d_k)
         kv = self.attn.project_key_value(h, h)  # (batch, kv_heads, seq, d_k) each
         kv = KeyValue(apply_rotary(kv.key, positions, self.rope_base), kv.value)
-        if cache is not None:
-            if cache.self_kv is not None:  # append this step's keys/values to the past ones
-                kv = KeyValue(
-                    torch.cat([cache.self_kv.key, kv.key], dim=2), torch.cat([cache.self_kv.value, kv.value], dim=2)
-                )
-            cache.self_kv = kv
-        a, w = self.attn.attend_heads(q, kv, mask, return_attention)
+        if cache is not None:  # this step's keys and values join the past ones
+            cache.self_kv = kv = kv if cache.self_kv is None else cache.self_kv.append(kv)
+        a, w = self.attn.attend(q, kv, mask, return_attention)
         x = x + self.dropout(a)
         x = x + self.dropout(self.ffn(self.ffn_norm(x)))
         return x, w
@@ -430,10 +428,8 @@ class ModernGPT(nn.Module):
         self._check(ids, cache, offset)
         seq = ids.size(1)
         positions = torch.arange(offset, offset + seq, device=ids.device)
-        if offset == 0:
-            mask = causal_mask(seq, ids.device)  # (seq, seq)
-        else:  # new positions see every cached one and, causally, each other
-            mask = None if seq == 1 else torch.ones(seq, offset + seq, dtype=torch.bool, device=ids.device).tril(offset)
+        # (seq, offset + seq): new positions see every cached one and, causally, each other
+        mask = None if offset and seq == 1 else causal_mask(seq, ids.device, offset)
         h = self.dropout(self.token_embed(ids))  # no position embedding: RoPE rotates q and k in every block
         weights = []
         for i, layer in enumerate(self.layers):

@@ -21,6 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from ._checks import check_int as _check_int
+from ._checks import check_positional
 
 __all__ = [
     "sinusoidal_positional_encoding",
@@ -33,37 +34,12 @@ __all__ = [
 ]
 
 
-def _check_table(max_len: int, d_model: int, base: float) -> None:
-    """The arguments of :func:`sinusoidal_positional_encoding`: sizes are ints, d_model even, base positive."""
-    if _check_int(max_len, "max_len") < 1:
-        raise ValueError(f"max_len must be at least 1, got {max_len}")
-    if _check_int(d_model, "d_model") < 2 or d_model % 2 != 0:
-        raise ValueError(f"d_model must be a positive even number (sin/cos pairs), got {d_model}")
-    if isinstance(base, bool) or not isinstance(base, numbers.Real):
-        raise TypeError(f"base must be a number, got {base!r} ({type(base).__name__})")
-    if not (math.isfinite(base) and base > 0):
-        raise ValueError(f"base must be a positive finite number (10000 in the paper), got {base}")
-
-
 def sinusoidal_positional_encoding(max_len: int, d_model: int, base: float = 10000.0) -> Tensor:
-    """The sinusoidal positional-encoding table.
+    """PE(pos, 2i) = sin(pos / base^(2i/d_model)), PE(pos, 2i+1) = cos(pos / base^(2i/d_model)); base 10000.
 
-    Args:
-        max_len: number of positions (rows), pos = 0 .. max_len - 1.
-        d_model: model width (columns); must be even (sin/cos pairs).
-        base: the wavelength base, 10000 in the paper.
-
-    Returns:
-        ``(max_len, d_model)`` float32 tensor; even columns 2i hold sin(pos / base^(2i/d_model)),
-        odd columns 2i+1 the matching cos. Every entry lies in [-1, 1].
-
-    Raises:
-        TypeError: max_len or d_model is not an int, or base is not a number.
-        ValueError: max_len < 1; d_model not a positive even number; base not positive and finite.
-
-    Source: Vaswani et al. 2017, §3.5.
+    Source: Vaswani et al. 2017, §3.5. Returns the ``(max_len, d_model)`` float32 table, pos = 0 … max_len − 1.
     """
-    _check_table(max_len, d_model, base)
+    assert d_model % 2 == 0 and math.isfinite(base) and base > 0, "d_model must be even, base positive and finite"
     pos = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (d_model / 2,)
     angle = pos / base ** (two_i / d_model)  # (max_len, d_model / 2)
@@ -82,62 +58,23 @@ class PositionalEncoding(nn.Module):
         dropout: dropout probability after the addition (0.1 in the paper, §5.4).
 
     Raises:
-        TypeError: as :func:`sinusoidal_positional_encoding`; dropout is not a number.
-        ValueError: as :func:`sinusoidal_positional_encoding`; dropout outside [0, 1].
+        TypeError: max_len or d_model is not an int; dropout is not a number.
+        ValueError: max_len < 1; d_model not a positive even number; dropout outside [0, 1].
 
     Source: Vaswani et al. 2017, §3.5 and §5.4.
     """
 
     def __init__(self, d_model: int, max_len: int = 512, dropout: float = 0.0) -> None:
         super().__init__()
-        if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real):
-            raise TypeError(f"dropout must be a float in [0, 1], got {dropout!r} ({type(dropout).__name__})")
-        if not 0.0 <= dropout <= 1.0:
-            raise ValueError(f"dropout must be in [0, 1], got {dropout}")
-        self.d_model = d_model
-        self.max_len = max_len
+        check_positional(d_model, max_len, dropout)
+        self.d_model, self.max_len = d_model, max_len
         self.dropout = nn.Dropout(dropout)
         self.register_buffer("pe", sinusoidal_positional_encoding(max_len, d_model), persistent=False)
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
-        """Add PE(offset .. offset + seq - 1) to ``x (batch, seq, d_model)``; returns the same shape.
-
-        Args:
-            x: ``(batch, seq, d_model)`` embeddings (already scaled by √d_model in the Transformer, §3.4).
-            offset: the position of the first row, used when decoding one token at a time (0: the
-                sequence starts at position 0).
-
-        Returns:
-            ``(batch, seq, d_model)``: ``dropout(x + PE[offset : offset + seq])``, the table broadcast over
-            the batch.
-
-        Raises:
-            TypeError: ``x`` is not a tensor or ``offset`` not an int.
-            ValueError: ``x`` is not a floating ``(..., seq, d_model)`` tensor; ``offset < 0`` or
-                ``offset + seq > max_len``.
-
-        Source: Vaswani et al. 2017, §3.5.
-        """
-        self._check(x, offset)
-        end = offset + x.size(-2)
-        return self.dropout(x + self.pe[offset:end])
-
-    def _check(self, x: Tensor, offset: int) -> None:
-        if not isinstance(x, Tensor):
-            raise TypeError(f"x must be a torch.Tensor (batch, seq, d_model), got {type(x).__name__}")
-        if x.dim() < 2 or x.size(-1) != self.d_model or not x.is_floating_point():
-            raise ValueError(
-                f"x must be a floating-point tensor (batch, seq, d_model={self.d_model}), got shape "
-                f"{tuple(x.shape)} and dtype {x.dtype}"
-            )
-        if _check_int(offset, "offset") < 0:
-            raise ValueError(f"offset must be >= 0 (the position of the first row), got {offset}")
-        end = offset + x.size(-2)
-        if end > self.max_len:
-            raise ValueError(
-                f"offset {offset} plus {x.size(-2)} positions of x reach position {end - 1}, beyond "
-                f"max_len={self.max_len}; build the model with a larger max_len"
-            )
+        """dropout(x + PE[offset : offset + seq]) for x (batch, seq, d_model); offset: the first row's position."""
+        assert isinstance(offset, int) and 0 <= offset <= self.max_len - x.size(-2), f"offset {offset}: beyond max_len"
+        return self.dropout(x + self.pe[offset : offset + x.size(-2)])
 
 
 def _check_base(base: object) -> None:
@@ -312,7 +249,7 @@ class LearnedPositionalEncoding(PositionalEncoding):
 
         Source: Gehring et al. 2017, §3.1.
         """
-        self._check(x, offset)
+        assert isinstance(offset, int) and 0 <= offset <= self.max_len - x.size(-2), f"offset {offset}: beyond max_len"
         return self.dropout(x + self.table[offset : offset + x.size(-2)])
 
 
@@ -349,5 +286,5 @@ class NoPositionalEncoding(PositionalEncoding):
 
         Source: Su et al. 2021, §3.4; Press et al. 2022, §3.
         """
-        self._check(x, offset)
+        assert isinstance(offset, int) and 0 <= offset <= self.max_len - x.size(-2), f"offset {offset}: beyond max_len"
         return self.dropout(x)

@@ -613,7 +613,8 @@ class Seq2Seq(nn.Module):
         """
         return [DecoderState()]
 
-    def _start(self, memory: Tensor, src_mask: Tensor, cache: DecoderState) -> None:
+    def init_decoder(self, memory: Tensor, src_mask: Tensor, cache: DecoderState) -> None:
+        """The decoder's first state s_0 = tanh(W summary(memory)); Bahdanau's scores prepare U_a h_j once."""
         summary = self.summary(memory, src_mask)
         cache.state = torch.tanh(self.init_state(summary))
         if self.score is None:
@@ -621,7 +622,9 @@ class Seq2Seq(nn.Module):
         else:
             cache.prepared = self.score.prepare(memory)
 
-    def _step(self, emb: Tensor, memory: Tensor, src_mask: Tensor, cache: DecoderState) -> tuple[Tensor, Tensor | None]:
+    def decoder_step(
+        self, emb: Tensor, memory: Tensor, src_mask: Tensor, cache: DecoderState
+    ) -> tuple[Tensor, Tensor | None]:
         """One step: ``emb (batch, d_embed)`` of y_{i-1} → (t_i (batch, d_embed), α_i (batch, seq_s) or None)."""
         weights = None
         if self.score is None:
@@ -649,7 +652,7 @@ class Seq2Seq(nn.Module):
                 raise ValueError(f"an empty decoder cache can only start at offset 0, got offset {offset}")
             if not src_mask.any(-1).all():
                 raise ValueError("src_mask has a row with no source token: every sentence needs at least one")
-            self._start(memory, src_mask, state)
+            self.init_decoder(memory, src_mask, state)
         emb = self.dropout(self.tgt_embed(tgt))  # (batch, seq_t, d_embed)
         if self.score is None and tgt.size(1) > 1:
             # the context is the same at every step: run the GRU over the whole sequence at once
@@ -661,7 +664,7 @@ class Seq2Seq(nn.Module):
         else:
             ts, ws = [], []
             for i in range(tgt.size(1)):
-                t_i, w_i = self._step(emb[:, i], memory, src_mask, state)
+                t_i, w_i = self.decoder_step(emb[:, i], memory, src_mask, state)
                 ts.append(t_i)
                 ws.append(w_i)
             t = torch.stack(ts, 1)

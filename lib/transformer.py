@@ -12,7 +12,6 @@ Transformer Architecture".
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 from typing import ClassVar, Literal, overload
 
@@ -20,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ._checks import check_int, check_token_ids
 from .attention import KeyValue, MultiHeadAttention, causal_mask, padding_mask
 from .config import Config
 from .interfaces import AttentionMaps, check_config_types
@@ -102,27 +102,18 @@ class TransformerConfig(Config):
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.num_encoder_layers < 0 or self.num_decoder_layers < 1:
             raise ValueError("need num_encoder_layers >= 0 and num_decoder_layers >= 1")
-        if self.d_model % self.num_heads != 0:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})")
-        if self.d_model % 2 != 0:
-            raise ValueError(f"d_model must be even for the sinusoidal encoding, got {self.d_model}")
+        if self.d_model % self.num_heads != 0 or self.d_model % 2 != 0:
+            raise ValueError(f"d_model ({self.d_model}) must be even and divisible by num_heads ({self.num_heads})")
         if self.activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {self.activation!r}")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
-            raise ValueError(
-                "share_embeddings needs one joint vocabulary, got src_vocab_size="
-                f"{self.src_vocab_size} and tgt_vocab_size={self.tgt_vocab_size}"
-            )
-        for name in ("dropout", "attention_dropout"):
-            if not 0.0 <= getattr(self, name) < 1.0:
-                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+            raise ValueError(f"share_embeddings needs src_vocab_size == tgt_vocab_size, got {self.src_vocab_size}")
+        if not (0.0 <= self.dropout < 1.0 and 0.0 <= self.attention_dropout < 1.0):
+            raise ValueError(f"dropout, attention_dropout must be in [0, 1): {self.dropout}, {self.attention_dropout}")
         if not (math.isfinite(self.layer_norm_eps) and self.layer_norm_eps > 0):
             raise ValueError(f"layer_norm_eps must be a positive finite number, got {self.layer_norm_eps}")
         if not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
-            raise ValueError(
-                f"pad_id must be an id of both vocabularies, in [0, {min(self.src_vocab_size, self.tgt_vocab_size)}), "
-                f"got {self.pad_id}"
-            )
+            raise ValueError(f"pad_id must be an id of both vocabularies, got {self.pad_id}")
 
     @property
     def d_k(self) -> int:
@@ -131,68 +122,26 @@ class TransformerConfig(Config):
 
     @classmethod
     def tiny(cls, vocab_size: int = 100, **overrides) -> TransformerConfig:
-        """A toy model for tests and hand-worked examples: d_model 32, 4 heads, 2+2 layers, d_ff 64, no dropout.
-
-        Args:
-            vocab_size: the joint source/target vocabulary size.
-            **overrides: any other field, replacing the preset's value.
-
-        Returns:
-            The :class:`TransformerConfig`.
-        """
+        """Tests and hand-worked examples: d_model 32, 4 heads, 2+2 layers, d_ff 64, no dropout; ``overrides`` win."""
         kw = dict(d_model=32, num_heads=4, num_encoder_layers=2, num_decoder_layers=2, d_ff=64, dropout=0.0)
         return cls(vocab_size, vocab_size, **{**kw, **overrides})
 
     @classmethod
     def multi30k(cls, vocab_size: int = 8000, **overrides) -> TransformerConfig:
-        """The capstone's model, sized for a laptop CPU: d_model 128, 4 heads, 3+3 layers, d_ff 512, pre-LN.
-
-        About 2.4 M parameters with an 8,000-token joint vocabulary (tied embeddings), so the shipped
-        weights fit in under 5 MB as float16.
-
-        Args:
-            vocab_size: the joint source/target vocabulary size (the book's BPE: 8,000).
-            **overrides: any other field, replacing the preset's value.
-
-        Returns:
-            The :class:`TransformerConfig`.
-        """
-        kw = dict(
-            d_model=128,
-            num_heads=4,
-            num_encoder_layers=3,
-            num_decoder_layers=3,
-            d_ff=512,
-            dropout=0.1,
-            norm_first=True,
-        )
+        """The capstone's model for a laptop CPU: d_model 128, 4 heads, 3+3 layers, d_ff 512, pre-LN; ~2.4 M weights."""
+        kw = dict(d_model=128, num_heads=4, num_encoder_layers=3, num_decoder_layers=3, d_ff=512, norm_first=True)
         return cls(vocab_size, vocab_size, **{**kw, **overrides})
 
     @classmethod
     def multi30k_wide(cls, vocab_size: int = 8000, **overrides) -> TransformerConfig:
-        """A wider capstone model: d_model 256, 8 heads, 3+3 layers, d_ff 512, pre-LN.
-
-        The configuration of common Multi30k tutorials; otherwise as :meth:`multi30k`.
-
-        Args:
-            vocab_size: the joint source/target vocabulary size (the book's BPE: 8,000).
-            **overrides: any other field, replacing the preset's value.
-
-        Returns:
-            The :class:`TransformerConfig`.
-        """
+        """A wider capstone model (d_model 256, 8 heads; the common Multi30k tutorials' size), else :meth:`multi30k`."""
         return cls.multi30k(vocab_size, **{**dict(d_model=256, num_heads=8), **overrides})
 
     @classmethod
     def base(cls, vocab_size: int = 37000, **overrides) -> TransformerConfig:
-        """The paper's base model: d_model 512, 8 heads, 6+6 layers, d_ff 2048, dropout 0.1 (Table 3).
+        """The paper's base model (Table 3): d_model 512, 8 heads, 6+6 layers, d_ff 2048, dropout 0.1; ~63 M weights.
 
-        Args:
-            vocab_size: the joint vocabulary size (default 37000, the paper's shared English–German BPE, §5.1).
-            **overrides: any other field, replacing the default's value.
-
-        Returns:
-            The :class:`TransformerConfig` (about 63 M parameters with the default vocabulary, embeddings tied).
+        The default vocabulary is the paper's shared English–German BPE of 37,000 tokens (§5.1).
         """
         return cls(vocab_size, vocab_size, **overrides)
 
@@ -218,20 +167,11 @@ class PositionwiseFeedForward(nn.Module):
         super().__init__()
         if activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
-        self.linear1 = nn.Linear(d_model, d_ff)
-        self.linear2 = nn.Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(dropout)
-        self.activation = _ACTIVATIONS[activation]
+        self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+        self.dropout, self.activation = nn.Dropout(dropout), _ACTIVATIONS[activation]
 
     def forward(self, x: Tensor) -> Tensor:
-        """Apply the two linear layers, with the activation and dropout between them, at every position.
-
-        Args:
-            x: ``(batch, seq, d_model)`` (any leading dimensions work).
-
-        Returns:
-            ``(batch, seq, d_model)``.
-        """
+        """(batch, seq, d_model) → (batch, seq, d_model), each position on its own."""
         return self.linear2(self.dropout(self.activation(self.linear1(x))))
 
 
@@ -285,52 +225,25 @@ class EncoderLayer(nn.Module):
     Source: Vaswani et al. 2017, §3.1 and §5.4.
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        num_heads: int,
-        d_ff: int,
-        dropout: float = 0.0,
-        attention_dropout: float = 0.0,
-        norm_first: bool = False,
-        activation: str = "relu",
-        layer_norm_eps: float = 1e-5,
-        fused: bool = False,
-    ) -> None:
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, attention_dropout=0.0, norm_first=False,
+                 activation="relu", layer_norm_eps=1e-5, fused=False):  # fmt: skip
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, num_heads, attention_dropout, fused=fused)
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout, activation)
         self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
-        self.dropout = nn.Dropout(dropout)
-        self.norm_first = norm_first
+        self.dropout, self.norm_first = nn.Dropout(dropout), norm_first
 
-    def forward(
-        self, x: Tensor, mask: Tensor | None = None, return_attention: bool = False
-    ) -> tuple[Tensor, Tensor | None]:
-        """One encoder layer: self-attention, then the feed-forward network, each with Add & Norm.
-
-        Args:
-            x: ``(batch, seq, d_model)``.
-            mask: optional bool tensor broadcastable to ``(batch, heads, seq, seq)``; ``True`` = may attend
-                (a padding mask for an encoder, a causal mask for GPT).
-            return_attention: return the attention weights (False lets a fused layer skip them).
-
-        Returns:
-            x: ``(batch, seq, d_model)``.
-            weights: ``(batch, heads, seq, seq)`` (rows sum to 1), or None when not requested and the fused
-            kernel ran.
-
-        Source: Vaswani et al. 2017, §3.1 ("LayerNorm(x + Sublayer(x))").
-        """
-        if self.norm_first:
+    def forward(self, x, mask=None, return_attention=False):
+        """x (batch, seq, d_model) → the same shape, and the weights (batch, heads, seq, seq) or None. §3.1."""
+        if self.norm_first:  # pre-LN: x + Dropout(Sublayer(LayerNorm(x)))
             h = self.norm1(x)
             a, w = self.self_attn(h, h, h, mask, return_attention)
             x = x + self.dropout(a)
             x = x + self.dropout(self.ffn(self.norm2(x)))
-        else:
+        else:  # post-LN, the paper's: LayerNorm(x + Dropout(Sublayer(x)))
             a, w = self.self_attn(x, x, x, mask, return_attention)
-            x = self.norm1(x + self.dropout(a))  # Add & Norm
+            x = self.norm1(x + self.dropout(a))
             x = self.norm2(x + self.dropout(self.ffn(x)))
         return x, w
 
@@ -349,18 +262,8 @@ class DecoderLayer(nn.Module):
     the output of the encoder stack") and §3.2.3.
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        num_heads: int,
-        d_ff: int,
-        dropout: float = 0.0,
-        attention_dropout: float = 0.0,
-        norm_first: bool = False,
-        activation: str = "relu",
-        layer_norm_eps: float = 1e-5,
-        fused: bool = False,
-    ) -> None:
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, attention_dropout=0.0, norm_first=False,
+                 activation="relu", layer_norm_eps=1e-5, fused=False):  # fmt: skip
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, num_heads, attention_dropout, fused=fused)
         self.cross_attn = MultiHeadAttention(d_model, num_heads, attention_dropout, fused=fused)
@@ -368,80 +271,45 @@ class DecoderLayer(nn.Module):
         self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         self.norm3 = nn.LayerNorm(d_model, eps=layer_norm_eps)
-        self.dropout = nn.Dropout(dropout)
-        self.norm_first = norm_first
+        self.dropout, self.norm_first = nn.Dropout(dropout), norm_first
 
-    def _self_attention(self, h, mask, cache, return_attention):
-        kv = self.self_attn.project_key_value(h, h)
+    def self_attention(self, h, mask, cache=None, return_attention=False):
+        """Masked self-attention over the target; with a cache, this step's keys and values join the past ones."""
+        kv = self.self_attn.project_key_value(h, h)  # (batch, heads, seq_t, d_k) each
         if cache is not None:
-            if cache.self_kv is not None:  # append this step's keys/values to the past ones
-                kv = KeyValue(
-                    torch.cat([cache.self_kv.key, kv.key], dim=2),
-                    torch.cat([cache.self_kv.value, kv.value], dim=2),
-                )
-            cache.self_kv = kv
-        return self.self_attn.attend(h, kv, mask, return_attention)
+            cache.self_kv = kv = kv if cache.self_kv is None else cache.self_kv.append(kv)
+        return self.self_attn.attend(self.self_attn.project_query(h), kv, mask, return_attention)
 
-    def _cross_attention(self, h, memory, memory_mask, cache, return_attention):
-        if cache is not None and cache.cross_kv is not None:
-            kv = cache.cross_kv
-        else:
-            kv = self.cross_attn.project_key_value(memory, memory)
-            if cache is not None:
-                cache.cross_kv = kv
-        return self.cross_attn.attend(h, kv, memory_mask, return_attention)
+    def cross_attention(self, h, memory, memory_mask, cache=None, return_attention=False):
+        """Queries from the decoder, keys and values from the encoder output (projected once, then cached)."""
+        kv = None if cache is None else cache.cross_kv
+        if kv is None:
+            kv = self.cross_attn.project_key_value(memory, memory)  # (batch, heads, seq_s, d_k) each
+        if cache is not None:
+            cache.cross_kv = kv
+        return self.cross_attn.attend(self.cross_attn.project_query(h), kv, memory_mask, return_attention)
 
-    def forward(
-        self,
-        x: Tensor,
-        memory: Tensor,
-        self_mask: Tensor | None = None,
-        memory_mask: Tensor | None = None,
-        cache: LayerCache | None = None,
-        return_attention: bool = False,
-    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        """One decoder layer.
-
-        Args:
-            x: target states ``(batch, seq_t, d_model)``; with a ``cache``, only the new positions.
-            memory: encoder output ``(batch, seq_s, d_model)``.
-            self_mask: broadcastable to ``(batch, heads, seq_t, seq_t_total)``, usually causal.
-            memory_mask: broadcastable to ``(batch, heads, seq_t, seq_s)``, usually the source padding mask.
-            cache: a :class:`LayerCache` to read and extend (incremental decoding), or None.
-            return_attention: return the attention weights.
-
-        Returns:
-            ``(x (batch, seq_t, d_model), self weights (batch, heads, seq_t, seq_t_total) or None,
-            cross weights (batch, heads, seq_t, seq_s) or None)``.
-        """
-        if self.norm_first:
-            h = self.norm1(x)
-            a, w_self = self._self_attention(h, self_mask, cache, return_attention)
+    def forward(self, x, memory, self_mask=None, memory_mask=None, cache=None, return_attention=False):
+        """x (batch, seq_t, d_model), memory (batch, seq_s, d_model) → x, self and cross weights (or None). §3.1."""
+        if self.norm_first:  # pre-LN
+            a, w_self = self.self_attention(self.norm1(x), self_mask, cache, return_attention)
             x = x + self.dropout(a)
-            a, w_cross = self._cross_attention(self.norm2(x), memory, memory_mask, cache, return_attention)
+            a, w_cross = self.cross_attention(self.norm2(x), memory, memory_mask, cache, return_attention)
             x = x + self.dropout(a)
             x = x + self.dropout(self.ffn(self.norm3(x)))
-        else:
-            a, w_self = self._self_attention(x, self_mask, cache, return_attention)
+        else:  # post-LN, the paper's
+            a, w_self = self.self_attention(x, self_mask, cache, return_attention)
             x = self.norm1(x + self.dropout(a))
-            a, w_cross = self._cross_attention(x, memory, memory_mask, cache, return_attention)
+            a, w_cross = self.cross_attention(x, memory, memory_mask, cache, return_attention)
             x = self.norm2(x + self.dropout(a))
             x = self.norm3(x + self.dropout(self.ffn(x)))
         return x, w_self, w_cross
 
 
 def _layer_kwargs(c: TransformerConfig) -> dict:
-    return dict(
-        d_model=c.d_model,
-        num_heads=c.num_heads,
-        d_ff=c.d_ff,
-        dropout=c.dropout,
-        attention_dropout=c.attention_dropout,
-        norm_first=c.norm_first,
-        activation=c.activation,
-        layer_norm_eps=c.layer_norm_eps,
-        fused=c.fused_attention,
-    )
+    return dict(d_model=c.d_model, num_heads=c.num_heads, d_ff=c.d_ff, dropout=c.dropout,
+                attention_dropout=c.attention_dropout, norm_first=c.norm_first, activation=c.activation,
+                layer_norm_eps=c.layer_norm_eps, fused=c.fused_attention)  # fmt: skip
 
 
 class Encoder(nn.Module):
@@ -457,30 +325,16 @@ class Encoder(nn.Module):
 
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
-        self.layers = nn.ModuleList(EncoderLayer(**_layer_kwargs(config)) for _ in range(config.num_encoder_layers))
+        self.layers = nn.ModuleList([EncoderLayer(**_layer_kwargs(config)) for _ in range(config.num_encoder_layers)])
         self.norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_first else nn.Identity()
 
-    def forward(
-        self, x: Tensor, mask: Tensor | None = None, return_attention: bool = False
-    ) -> tuple[Tensor, list[Tensor]]:
-        """Run every encoder layer, then the final LayerNorm (pre-LN only).
-
-        Args:
-            x: embedded source plus positions, ``(batch, seq, d_model)``.
-            mask: optional bool tensor broadcastable to ``(batch, heads, seq, seq)``; ``True`` = may attend
-                (the source padding mask).
-            return_attention: collect each layer's attention weights.
-
-        Returns:
-            memory: ``(batch, seq, d_model)``.
-            weights: one ``(batch, heads, seq, seq)`` tensor per layer; empty unless ``return_attention``.
-        """
+    def forward(self, x, mask=None, return_attention=False):
+        """x (batch, seq, d_model) through every layer → memory, and each layer's weights when asked."""
         weights = []
         for layer in self.layers:
             x, w = layer(x, mask, return_attention)
-            if return_attention:
-                weights.append(w)
-        return self.norm(x), weights
+            weights.append(w)
+        return self.norm(x), weights if return_attention else []
 
 
 class Decoder(nn.Module):
@@ -494,45 +348,17 @@ class Decoder(nn.Module):
 
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
-        self.layers = nn.ModuleList(DecoderLayer(**_layer_kwargs(config)) for _ in range(config.num_decoder_layers))
+        self.layers = nn.ModuleList([DecoderLayer(**_layer_kwargs(config)) for _ in range(config.num_decoder_layers)])
         self.norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_first else nn.Identity()
 
-    def forward(
-        self,
-        x: Tensor,
-        memory: Tensor,
-        self_mask: Tensor | None = None,
-        memory_mask: Tensor | None = None,
-        cache: list[LayerCache] | None = None,
-        return_attention: bool = False,
-    ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
-        """Run every decoder layer, then the final LayerNorm (pre-LN only).
-
-        Args:
-            x: embedded target plus positions, ``(batch, seq_t, d_model)``; with a ``cache``, only the new
-                positions.
-            memory: encoder output ``(batch, seq_s, d_model)``.
-            self_mask: optional bool tensor broadcastable to ``(batch, heads, seq_t, seq_t_total)``; ``True`` =
-                may attend (usually causal).
-            memory_mask: optional bool tensor broadcastable to ``(batch, heads, seq_t, seq_s)``; ``True`` = may
-                attend (the source padding mask).
-            cache: one :class:`LayerCache` per layer, read and extended in place; None = no cache.
-            return_attention: collect each layer's attention weights.
-
-        Returns:
-            x: ``(batch, seq_t, d_model)``.
-            self_weights: one ``(batch, heads, seq_t, seq_t_total)`` tensor per layer (empty unless
-            ``return_attention``).
-            cross_weights: one ``(batch, heads, seq_t, seq_s)`` tensor per layer (empty unless
-            ``return_attention``).
-        """
+    def forward(self, x, memory, self_mask=None, memory_mask=None, cache=None, return_attention=False):
+        """x (batch, seq_t, d_model) through every layer (cache: a LayerCache per layer) → x, self and cross weights."""
         self_ws, cross_ws = [], []
         for i, layer in enumerate(self.layers):
             x, ws, wc = layer(x, memory, self_mask, memory_mask, None if cache is None else cache[i], return_attention)
-            if return_attention:
-                self_ws.append(ws)
-                cross_ws.append(wc)
-        return self.norm(x), self_ws, cross_ws
+            self_ws.append(ws)
+            cross_ws.append(wc)
+        return self.norm(x), *((self_ws, cross_ws) if return_attention else ([], []))
 
 
 class Transformer(nn.Module):
@@ -558,32 +384,27 @@ class Transformer(nn.Module):
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
         if not isinstance(config, TransformerConfig):
-            raise TypeError(
-                f"config must be a TransformerConfig (from a preset or TransformerConfig.from_dict), "
-                f"got {type(config).__name__}"
-            )
-        self.config = config
-        c = config
+            raise TypeError(f"config must be a TransformerConfig (a preset or from_dict), got {type(config).__name__}")
+        self.config = c = config
         self.src_embed = nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id)
-        self.tgt_embed = (
-            self.src_embed if c.share_embeddings else nn.Embedding(c.tgt_vocab_size, c.d_model, padding_idx=c.pad_id)
-        )
+        self.tgt_embed = self.src_embed
+        if not c.share_embeddings:
+            self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model, padding_idx=c.pad_id)
         self.positional = PositionalEncoding(c.d_model, c.max_len, c.dropout)
-        self.encoder = Encoder(c)
-        self.decoder = Decoder(c)
+        self.encoder, self.decoder = Encoder(c), Decoder(c)
         self.output = nn.Linear(c.d_model, c.tgt_vocab_size, bias=False)
-        self._reset_parameters()
-        if c.share_embeddings:
+        self.init_weights()
+        if c.share_embeddings:  # one matrix for both embeddings and the output layer (§3.4)
             self.output.weight = self.tgt_embed.weight
 
-    def _reset_parameters(self) -> None:
+    def init_weights(self) -> None:
+        """Xavier-uniform weight matrices; embeddings N(0, 1/d_model), the padding row at 0."""
         for name, p in self.named_parameters():
             if p.dim() > 1 and "embed" not in name:
                 nn.init.xavier_uniform_(p)
         for emb in {self.src_embed, self.tgt_embed}:
             nn.init.normal_(emb.weight, mean=0.0, std=self.config.d_model**-0.5)
-            with torch.no_grad():
-                emb.weight[self.config.pad_id].zero_()
+            nn.init.zeros_(emb.weight[self.config.pad_id])
 
     def num_parameters(self) -> int:
         """Number of trainable parameters (a tied matrix counts once).
@@ -593,111 +414,13 @@ class Transformer(nn.Module):
         """
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
 
-    def _check_tokens(self, x: Tensor, name: str, vocab: int, offset: int = 0) -> None:
-        """Token ids ``(batch, seq_len)`` of an integer dtype, inside the vocabulary, that fit max_len from offset."""
-        if not isinstance(x, Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor of token ids (batch, seq_len), got {type(x).__name__}")
-        if x.dim() != 2 or x.dtype not in (torch.long, torch.int):
-            raise ValueError(
-                f"{name} must be integer token ids of shape (batch, seq_len), got {tuple(x.shape)} {x.dtype}"
-            )
-        # The range check reads the ids' values (a device sync on a GPU); torch.compile traces the model without it,
-        # since a value read would break its graph in two (the eager model, the same weights, still checks).
-        if x.numel() and not torch.compiler.is_compiling() and (int(x.min()) < 0 or int(x.max()) >= vocab):
-            raise ValueError(f"{name} holds ids outside [0, {vocab})")
-        if offset + x.size(1) > self.config.max_len:
-            where = f"from offset {offset} " if offset else ""
-            raise ValueError(
-                f"{name} has {x.size(1)} positions {where}but the model's max_len is {self.config.max_len} "
-                "(the rows of its positional encoding)"
-            )
-
-    def _check_memory(self, tgt: Tensor, memory: Tensor, src_mask: Tensor) -> None:
-        """The encoder output and source mask that :meth:`decode` reads, against the target batch."""
-        if not isinstance(memory, Tensor) or not isinstance(src_mask, Tensor):
-            raise TypeError("memory and src_mask must be the tensors that encode returns")
-        d = self.config.d_model
-        if memory.dim() != 3 or memory.size(-1) != d or not memory.is_floating_point():
-            raise ValueError(
-                f"memory must be the encoder output, a float (batch, seq_s, d_model={d}) tensor, got "
-                f"{tuple(memory.shape)} {memory.dtype}"
-            )
-        if memory.size(0) != tgt.size(0):
-            raise ValueError(
-                f"tgt and memory must have the same batch size, got tgt {tgt.size(0)} and memory {memory.size(0)}"
-            )
-        batch, seq_s = memory.shape[:2]
-        if src_mask.dtype != torch.bool:
-            raise ValueError(f"src_mask must be a bool tensor (True = real source token), got dtype {src_mask.dtype}")
-        full = (batch, self.config.num_heads, tgt.size(1), seq_s)
-        try:
-            ok = src_mask.dim() == 4 and torch.broadcast_shapes(src_mask.shape, full) == full
-        except RuntimeError:
-            ok = False
-        if not ok:
-            raise ValueError(
-                f"src_mask of shape {tuple(src_mask.shape)} does not fit memory {tuple(memory.shape)}: expected "
-                f"(batch, 1, 1, seq_s) = {(batch, 1, 1, seq_s)}, as encode returns"
-            )
-
-    def _check_cache(self, cache: list[LayerCache] | None, offset: int) -> None:
-        if isinstance(offset, bool) or not isinstance(offset, numbers.Integral):
-            raise TypeError(f"offset must be an int, got {offset!r} ({type(offset).__name__})")
-        if offset < 0:
-            raise ValueError(f"offset must be >= 0, got {offset}")
-        if cache is None:
-            return
-        layers = len(self.decoder.layers)
-        if not isinstance(cache, list) or len(cache) != layers or not all(isinstance(c, LayerCache) for c in cache):
-            raise ValueError(f"cache must be a list of {layers} LayerCache (one per decoder layer), from new_cache()")
-        cached = 0 if cache[0].self_kv is None else cache[0].self_kv.key.size(2)
-        if offset != cached:
-            raise ValueError(f"offset must be the number of positions already in the cache ({cached}), got {offset}")
-
-    def _embed(self, tokens: Tensor, table: nn.Embedding, offset: int = 0) -> Tensor:
+    def embed(self, tokens: Tensor, table: nn.Embedding, offset: int = 0) -> Tensor:
+        """table(tokens) · √d_model + PE (§3.4, §3.5): ids (batch, seq) → (batch, seq, d_model)."""
         return self.positional(table(tokens) * math.sqrt(self.config.d_model), offset)
 
     def source_mask(self, src: Tensor) -> Tensor:
-        """The source padding mask.
-
-        Args:
-            src: source ids ``(batch, seq_s)``.
-
-        Returns:
-            ``(batch, 1, 1, seq_s)`` bool, ``True`` = real source token (may be attended to).
-        """
+        """The source padding mask: ids ``(batch, seq_s)`` → ``(batch, 1, 1, seq_s)`` bool, True = real token."""
         return padding_mask(src, self.config.pad_id)
-
-    def _encode(self, src: Tensor, return_attention: bool) -> tuple[Tensor, Tensor, list[Tensor]]:
-        self._check_tokens(src, "src", self.config.src_vocab_size)
-        mask = self.source_mask(src)
-        memory, weights = self.encoder(self._embed(src, self.src_embed), mask, return_attention)
-        return memory, mask, weights
-
-    def _decode(
-        self,
-        tgt: Tensor,
-        memory: Tensor,
-        src_mask: Tensor,
-        cache: list[LayerCache] | None,
-        offset: int,
-        return_attention: bool,
-    ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
-        self._check_cache(cache, offset)
-        self._check_tokens(tgt, "tgt", self.config.tgt_vocab_size, offset)
-        self._check_memory(tgt, memory, src_mask)
-        t_new = tgt.size(1)
-        if cache is None or offset == 0:
-            self_mask = causal_mask(t_new, tgt.device)
-        else:  # new positions see all cached ones and, causally, each other
-            self_mask = (
-                None
-                if t_new == 1
-                else torch.ones(t_new, offset + t_new, dtype=torch.bool, device=tgt.device).tril(offset)
-            )
-        x = self._embed(tgt, self.tgt_embed, offset)
-        x, self_ws, cross_ws = self.decoder(x, memory, self_mask, src_mask, cache, return_attention)
-        return self.output(x), self_ws, cross_ws
 
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
         """Encode source ids once; :meth:`decode` then reads the result at every step.
@@ -715,8 +438,9 @@ class Transformer(nn.Module):
 
         Source: Vaswani et al. 2017, §3.1 (the encoder maps x to z = (z_1, …, z_n)).
         """
-        memory, mask, _ = self._encode(src, return_attention=False)
-        return memory, mask
+        check_token_ids(src, "src", self.config.src_vocab_size, self.config.max_len)
+        src_mask = self.source_mask(src)
+        return self.encoder(self.embed(src, self.src_embed), src_mask)[0], src_mask
 
     def decode(
         self,
@@ -749,7 +473,11 @@ class Transformer(nn.Module):
 
         Source: Vaswani et al. 2017, §3.1 (the decoder is auto-regressive) and §3.2.3 (causal masking).
         """
-        return self._decode(tgt, memory, src_mask, cache, offset, return_attention=False)[0]
+        self._check_decode(tgt, memory, src_mask, cache, offset)
+        past = offset if cache is not None else 0  # positions already cached, which every new one sees
+        self_mask = None if past and tgt.size(1) == 1 else causal_mask(tgt.size(1), tgt.device, past)
+        x = self.embed(tgt, self.tgt_embed, offset)
+        return self.output(self.decoder(x, memory, self_mask, src_mask, cache)[0])
 
     def new_cache(self) -> list[LayerCache]:
         """An empty key/value cache for step-by-step decoding.
@@ -765,32 +493,62 @@ class Transformer(nn.Module):
     @overload
     def forward(self, src: Tensor, tgt: Tensor, return_attention: Literal[True]) -> tuple[Tensor, AttentionMaps]: ...
 
-    def forward(
-        self, src: Tensor, tgt: Tensor, return_attention: bool = False
-    ) -> Tensor | tuple[Tensor, AttentionMaps]:
-        """Teacher-forced forward pass.
+    def forward(self, src, tgt, return_attention=False):
+        """Teacher-forced forward pass: the logits of every target position.
 
         Args:
             src: source ids ``(batch, seq_s)``, right-padded with ``pad_id``.
-            tgt: target input ids ``(batch, seq_t)`` (starting with BOS), right-padded.
-            return_attention: also return every layer's attention weights.
+            tgt: target input ids ``(batch, seq_t)`` (BOS first), right-padded.
+            return_attention: also return every layer's weights, ``(batch, heads, seq_q, seq_k)`` each.
 
         Returns:
-            logits ``(batch, seq_t, tgt_vocab_size)``; with ``return_attention=True``, the pair
-            ``(logits, AttentionMaps)`` whose ``encoder``, ``decoder`` and ``cross`` lists hold one
-            ``(batch, heads, seq_q, seq_k)`` tensor per layer.
+            logits ``(batch, seq_t, tgt_vocab_size)``, or ``(logits, AttentionMaps)`` with ``return_attention``.
 
         Raises:
-            TypeError: ``src`` or ``tgt`` is not a tensor.
-            ValueError: ids of the wrong shape/dtype, outside the vocabulary, or longer than max_len; src and tgt
-                of different batch sizes.
+            TypeError: src or tgt is not a tensor.
+            ValueError: ids not 2-D integers, outside the vocabulary or beyond max_len; batch sizes that differ.
 
         Source: Vaswani et al. 2017, Figure 1 and §3.
         """
-        if all(isinstance(t, Tensor) and t.dim() == 2 for t in (src, tgt)) and src.size(0) != tgt.size(0):
-            raise ValueError(f"src and tgt must have the same batch size, got {src.size(0)} and {tgt.size(0)}")
-        memory, src_mask, enc_w = self._encode(src, return_attention)
-        logits, dec_w, cross_w = self._decode(tgt, memory, src_mask, None, 0, return_attention)
-        if return_attention:
-            return logits, AttentionMaps(encoder=enc_w, decoder=dec_w, cross=cross_w)
-        return logits
+        c = self.config
+        check_token_ids(src, "src", c.src_vocab_size, c.max_len)
+        check_token_ids(tgt, "tgt", c.tgt_vocab_size, c.max_len, batch=src.size(0))
+        src_mask = self.source_mask(src)  # (batch, 1, 1, seq_s), True = real token
+        memory, enc_w = self.encoder(self.embed(src, self.src_embed), src_mask, return_attention)
+        self_mask = causal_mask(tgt.size(1), tgt.device)  # (seq_t, seq_t)
+        x, dec_w, cross_w = self.decoder(
+            self.embed(tgt, self.tgt_embed), memory, self_mask, src_mask, None, return_attention
+        )
+        logits = self.output(x)  # (batch, seq_t, tgt_vocab_size)
+        return (logits, AttentionMaps(encoder=enc_w, decoder=dec_w, cross=cross_w)) if return_attention else logits
+
+    def _check_decode(self, tgt, memory, src_mask, cache, offset) -> None:
+        """decode's inputs: the target ids, the cache and its offset, and the encoder output and mask that fit them."""
+        check_int(offset, "offset", 0)
+        check_token_ids(tgt, "tgt", self.config.tgt_vocab_size, self.config.max_len, offset=offset)
+        if cache is not None:
+            layers = len(self.decoder.layers)
+            if not isinstance(cache, list) or len(cache) != layers or not all(isinstance(c, LayerCache) for c in cache):
+                raise ValueError(
+                    f"cache must be a list of {layers} LayerCache (one per decoder layer), from new_cache()"
+                )
+            cached = 0 if cache[0].self_kv is None else cache[0].self_kv.key.size(2)
+            if offset != cached:
+                raise ValueError(
+                    f"offset must be the number of positions already in the cache ({cached}), got {offset}"
+                )
+        if not isinstance(memory, Tensor) or not isinstance(src_mask, Tensor):
+            raise TypeError("memory and src_mask must be the tensors that encode returns")
+        d = self.config.d_model
+        if memory.dim() != 3 or memory.size(-1) != d or not memory.is_floating_point():
+            raise ValueError(f"memory must be the encoder output, a float (batch, seq_s, d_model={d}) tensor, "
+                             f"got {tuple(memory.shape)} {memory.dtype}")  # fmt: skip
+        if memory.size(0) != tgt.size(0):
+            raise ValueError(f"tgt and memory must have the same batch size, got {tgt.size(0)} and {memory.size(0)}")
+        batch, seq_s = memory.shape[:2]
+        if src_mask.dtype != torch.bool:
+            raise ValueError(f"src_mask must be a bool tensor (True = real source token), got dtype {src_mask.dtype}")
+        full = (batch, self.config.num_heads, tgt.size(1), seq_s)
+        if src_mask.dim() != 4 or not all(a in (1, b) for a, b in zip(src_mask.shape, full)):
+            raise ValueError(f"src_mask of shape {tuple(src_mask.shape)} does not fit memory {tuple(memory.shape)}: "
+                             f"expected (batch, 1, 1, seq_s) = {(batch, 1, 1, seq_s)}, as encode returns")  # fmt: skip

@@ -19,6 +19,11 @@ offending name with the section it lacks):
    ``__post_init__`` are checked this way against the class docstring.
 7. The functions and classes of the modules in :data:`SOURCE_REQUIRED` have a ``Source:`` line (the paper,
    section, equation they implement).
+8. The core a chapter displays, and the one-line checks that the entry points call (:data:`READER_FACING`), have
+   the short form instead of rules 4-6: a summary line and at most :data:`READER_FACING_MAX_LINES` lines in all
+   (what, shapes, source), with a ``Source:`` line for the functions and classes of the modules in
+   :data:`SOURCE_REQUIRED` (a method's source is its class's). Full ``Args``/``Returns``/``Raises`` belong on the
+   entry points that check what a reader passes in.
 
 Section headers are lines equal to ``Args:``, ``Attributes:``, ``Returns:``, ``Yields:`` or ``Raises:`` (any
 indentation); a ``Source:`` line may carry its text on the same line. A section runs to the next header or
@@ -60,6 +65,32 @@ SOURCE_REQUIRED: dict[str, frozenset[str] | None] = {
     "lib.bpe": frozenset({"train_bpe"}),
     "lib.metrics": frozenset({"corpus_bleu"}),
 }
+
+# Rule 8: the reader-facing core, displayed in a chapter: paper-shaped, with a docstring of a few lines.
+# A module name maps to the names of its functions (``Class.method`` for methods) that take the short form.
+READER_FACING: dict[str, frozenset[str]] = {
+    "lib.training.recipe": frozenset({"noam_lr", "label_smoothed_cross_entropy"}),
+    "lib.attention": frozenset({
+        "scaled_dot_product_attention", "causal_mask", "padding_mask", "KeyValue.append", "MultiHeadAttention.forward",
+        "MultiHeadAttention.project_query", "MultiHeadAttention.project_key_value", "MultiHeadAttention.split_heads",
+        "MultiHeadAttention.merge_heads", "MultiHeadAttention.attend",
+    }),
+    "lib.positional": frozenset({"sinusoidal_positional_encoding", "PositionalEncoding.forward"}),
+    "lib.transformer": frozenset({
+        "TransformerConfig.tiny", "TransformerConfig.multi30k", "TransformerConfig.multi30k_wide",
+        "TransformerConfig.base", "PositionwiseFeedForward.forward", "EncoderLayer.forward", "DecoderLayer.forward",
+        "DecoderLayer.self_attention", "DecoderLayer.cross_attention", "Encoder.forward", "Decoder.forward",
+        "Transformer.init_weights", "Transformer.embed", "Transformer.source_mask",
+    }),
+    "lib.seq2seq": frozenset({"Seq2Seq.init_decoder", "Seq2Seq.decoder_step"}),
+    # the checks the entry points call, one line each, and the config machinery they run on
+    "lib._checks": frozenset({
+        "check_int", "check_probability", "check_attention_sizes", "check_positional", "check_token_ids",
+    }),
+    "lib.config": frozenset({"Config.preset"}),
+    "lib.interfaces": frozenset({"check_config_types"}),
+}  # fmt: skip
+READER_FACING_MAX_LINES = 6
 
 SECTION_HEADERS = ("Args", "Attributes", "Returns", "Yields", "Raises")
 
@@ -236,6 +267,22 @@ def check_function(func: Any, needs_source: bool = False, is_method: bool = Fals
     return problems
 
 
+def check_reader_facing(func: Any, needs_source: bool = True) -> list[str]:
+    """The rules a reader-facing core function's short docstring breaks (rule 8)."""
+    if isinstance(func, (staticmethod, classmethod)):
+        func = func.__func__
+    doc = own_doc(inspect.unwrap(func))
+    if not summary_line(doc):
+        return ["no docstring summary line"]
+    problems = []
+    if needs_source and not parse_sections(doc).get("Source", "").strip():
+        problems.append("no Source: line")
+    lines = len(doc.splitlines())
+    if lines > READER_FACING_MAX_LINES:
+        problems.append(f"{lines} docstring lines: the short form has at most {READER_FACING_MAX_LINES}")
+    return problems
+
+
 def _raises_problems(raised: list[str], sections: dict[str, str]) -> list[str]:
     if not raised:
         return []
@@ -330,14 +377,19 @@ def public_names(module: types.ModuleType) -> dict[str, Any]:
 def check_module(module: types.ModuleType) -> dict[str, list[str]]:
     """Every public name of ``module`` (``Class.method`` for members) with the rules it breaks ([] if none)."""
     required = SOURCE_REQUIRED.get(module.__name__, frozenset())
+    core = READER_FACING.get(module.__name__, frozenset())
     results: dict[str, list[str]] = {}
     for name, obj in public_names(module).items():
         needs_source = required is None or name in required
-        if inspect.isclass(obj):
+        if name in core:
+            results[name] = check_reader_facing(obj, needs_source)
+        elif inspect.isclass(obj):
             results[name] = check_class(obj, needs_source)
             for member_name, member in class_members(obj).items():
                 qualname = f"{name}.{member_name}"
-                if isinstance(member, property):
+                if qualname in core:
+                    results[qualname] = check_reader_facing(member, needs_source=False)
+                elif isinstance(member, property):
                     results[qualname] = [] if summary_line(own_doc(member)) else ["no docstring summary line"]
                 else:
                     results[qualname] = check_function(member, is_method=not isinstance(member, staticmethod))
@@ -380,6 +432,18 @@ def test_public_docstrings_complete(module_name: str) -> None:
             + "\n".join(f"  {name}: {'; '.join(problems)}" for name, problems in failures.items()),
             pytrace=False,
         )
+
+
+@pytest.mark.parametrize("module_name", sorted(READER_FACING), ids=sorted(READER_FACING))
+def test_reader_facing_names_exist(module_name: str) -> None:
+    """The READER_FACING table names functions that exist: a renamed one would silently lose its rule."""
+    module = importlib.import_module(module_name)
+    names = set(public_names(module))
+    for name, obj in public_names(module).items():
+        if inspect.isclass(obj):
+            names |= {f"{name}.{member}" for member in class_members(obj)}
+    missing = sorted(READER_FACING[module_name] - names)
+    assert not missing, f"{module_name} has no public {', '.join(missing)}: update READER_FACING"
 
 
 @pytest.mark.parametrize("module_name", sorted(SOURCE_REQUIRED), ids=sorted(SOURCE_REQUIRED))
@@ -499,6 +563,35 @@ class _FakeProtocol(Protocol):
 
     def run(self) -> None:
         """Run."""
+
+
+def _fake_core(step: int, warmup: int) -> float:
+    """A schedule, paper-shaped: what and source, no Args.
+
+    Source: Vaswani et al. 2017, Eq. (3).
+    """
+    return min(step**-0.5, step * warmup**-1.5)
+
+
+def _fake_core_too_long(step: int) -> float:
+    """A schedule with a full docstring where the short form is asked for.
+
+    Args:
+        step: the step.
+
+    Returns:
+        The rate.
+    """
+    return step**-0.5
+
+
+def test_checker_reports_a_reader_facing_docstring_that_is_not_short() -> None:
+    assert check_reader_facing(_fake_core) == []
+    assert check_reader_facing(_fake_core_too_long) == [
+        "no Source: line",
+        "7 docstring lines: the short form has at most 6",
+    ]
+    assert check_reader_facing(_fake_no_doc) == ["no docstring summary line"]
 
 
 def test_checker_reports_missing_sections() -> None:

@@ -94,9 +94,10 @@ def test_a_broken_cache_file_is_reported_and_trained_again(tmp_path):
 
 
 def test_transformer_with_positions_swaps_only_the_positions():
-    from lib.attention import ALiBiMultiHeadAttention, MultiHeadAttention, RotaryMultiHeadAttention
+    from lib.attention import MultiHeadAttention
     from lib.experiments import POSITION_KINDS, transformer_with_positions
     from lib.positional import LearnedPositionalEncoding, NoPositionalEncoding, PositionalEncoding
+    from lib.positional_attention import ALiBiMultiHeadAttention, RotaryMultiHeadAttention
     from lib.transformer import TransformerConfig
 
     config = TransformerConfig.tiny(40, max_len=16)

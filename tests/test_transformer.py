@@ -59,9 +59,11 @@ def test_pe_linear_relation_between_offsets():
 
 
 def test_positional_encoding_errors():
-    with pytest.raises(ValueError, match="even"):
+    with pytest.raises(AssertionError, match="even"):  # the core: an assert
         sinusoidal_positional_encoding(4, 7)
-    with pytest.raises(ValueError, match="max_len"):
+    with pytest.raises(ValueError, match="even"):  # the constructor, an entry point: a named error
+        PositionalEncoding(7, max_len=4)
+    with pytest.raises(AssertionError, match="max_len"):
         PositionalEncoding(8, max_len=4)(torch.zeros(1, 5, 8))
 
 
@@ -197,7 +199,7 @@ def test_config_errors():
     model = _model()
     with pytest.raises(ValueError, match="outside"):
         model(torch.tensor([[1, 99]]), torch.tensor([[1]]))
-    with pytest.raises(ValueError, match="shape"):
+    with pytest.raises(ValueError, match=r"\(batch, seq_len\)"):
         model(torch.tensor([1, 2]), torch.tensor([[1]]))
 
 
