@@ -75,7 +75,7 @@ def check_token_ids(ids: Any, name: str, vocab_size: int, max_len: int, offset: 
         raise ValueError(f"src and {name} must have the same batch size, got {batch} and {ids.size(0)}")
     # Reading the ids' values is a device sync, and would cut torch.compile's graph in two: eager mode checks them.
     if ids.numel() and not torch.compiler.is_compiling() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
-        raise ValueError(f"{name} holds ids outside [0, {vocab_size})")
+        raise ValueError(f"{name} holds ids outside [0, vocab_size={vocab_size})")
     if offset + ids.size(1) > max_len:
         raise ValueError(f"{name} has {ids.size(1)} positions from offset {offset}, beyond max_len {max_len}")
 

@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._checks import check_int as _check_int
-from ._checks import check_model_config
+from ._checks import check_model_config, check_token_ids
 from .attention import padding_mask
 from .config import Config
 from .interfaces import AttentionMaps, check_config_types
@@ -287,17 +287,9 @@ class Bert(nn.Module):
 
     def _check(self, input_ids: Tensor, segment_ids: Tensor | None) -> None:
         c = self.config
-        _check_ids(input_ids, "input_ids")
         if segment_ids is not None:
             _check_ids(segment_ids, "segment_ids")
-        if input_ids.dim() != 2 or input_ids.dtype != torch.long:
-            raise ValueError(
-                f"input_ids must be a (batch, seq) LongTensor, got {tuple(input_ids.shape)} {input_ids.dtype}"
-            )
-        if input_ids.size(1) > c.max_len:
-            raise ValueError(f"sequence length {input_ids.size(1)} exceeds max_len={c.max_len}")
-        if input_ids.numel() and (input_ids.min() < 0 or input_ids.max() >= c.vocab_size):
-            raise ValueError(f"input_ids must be in [0, vocab_size={c.vocab_size})")
+        check_token_ids(input_ids, "input_ids", c.vocab_size, c.max_len)
         if segment_ids is not None:
             if segment_ids.shape != input_ids.shape:
                 raise ValueError(

@@ -48,8 +48,27 @@ __all__ = [
 ]
 
 
-def _max_steps(model: EncoderDecoder, src: Tensor, max_len: int | None, bos_id: int, eos_id: int) -> int:
-    """Check the arguments every decoder shares; the number of steps to run."""
+def _search_steps(
+    model: EncoderDecoder,
+    src: Tensor,
+    max_len: int | None,
+    bos_id: int,
+    eos_id: int,
+    use_cache: bool = True,
+    beam_size: int = 1,
+    alpha: float = 0.0,
+    return_tree: bool = False,
+) -> int:
+    """Check the arguments of a search (greedy or beam) once, at its entry; the number of steps to run."""
+    for flag, name in ((use_cache, "use_cache"), (return_tree, "return_tree")):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be a bool, got {flag!r}")
+    if _check_int(beam_size, "beam_size") < 1:
+        raise ValueError(f"beam_size must be at least 1, got {beam_size}")
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
+        raise TypeError(f"alpha must be a number (0.6 in Vaswani et al. 2017), got {alpha!r}")
+    if not math.isfinite(alpha):
+        raise ValueError(f"alpha must be finite, got {alpha}")
     if not isinstance(model, EncoderDecoder):
         raise TypeError(
             f"model must be an encoder-decoder with encode, decode and new_cache (lib.interfaces.EncoderDecoder), "
@@ -106,9 +125,7 @@ def greedy_decode(
     Source: Sutskever et al. 2014, "Sequence to Sequence Learning with Neural Networks", §3.2 (left-to-right
     decoding; greedy is their beam search with a beam of size 1).
     """
-    steps = _max_steps(model, src, max_len, bos_id, eos_id)
-    if not isinstance(use_cache, bool):
-        raise TypeError(f"use_cache must be a bool, got {use_cache!r}")
+    steps = _search_steps(model, src, max_len, bos_id, eos_id, use_cache=use_cache)  # checks the arguments
     model.eval()
     memory, src_mask = model.encode(src)
     batch = src.size(0)
@@ -193,15 +210,9 @@ def beam_search(
 
     Source: Vaswani et al. 2017, §6.1; Wu et al. 2016, §7.
     """
-    if _check_int(beam_size, "beam_size") < 1:
-        raise ValueError(f"beam_size must be at least 1, got {beam_size}")
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
-        raise TypeError(f"alpha must be a number (0.6 in Vaswani et al. 2017), got {alpha!r}")
-    if not math.isfinite(alpha):
-        raise ValueError(f"alpha must be finite, got {alpha}")
-    if not isinstance(return_tree, bool):
-        raise TypeError(f"return_tree must be a bool, got {return_tree!r}")
-    steps = _max_steps(model, src, max_len, bos_id, eos_id)
+    steps = _search_steps(
+        model, src, max_len, bos_id, eos_id, beam_size=beam_size, alpha=alpha, return_tree=return_tree
+    )
     model.eval()
     memory, src_mask = model.encode(src)
     batch, k, device = src.size(0), beam_size, src.device
@@ -479,8 +490,14 @@ def filter_top_p(logits: Tensor, p: float) -> Tensor:
     return logits.masked_fill(~keep, float("-inf"))
 
 
-def _check_sampling(temperature: object, top_k: object, top_p: object, generator: object) -> None:
-    """The sampling arguments of :func:`sample_next_token` and :func:`generate`."""
+def _check_sampling(
+    temperature: object, top_k: object, top_p: object, generator: object, logits: object = None
+) -> None:
+    """The sampling arguments of :func:`sample_next_token` (with its ``logits``) and :func:`generate`."""
+    if logits is not None:
+        _check_logits(logits)
+        if logits.dim() > 2:
+            raise ValueError(f"logits must be (batch, vocab) or (vocab,), got {tuple(logits.shape)}")
     check_sampling(temperature, top_k, generator)
     if top_p is not None:
         if isinstance(top_p, bool) or not isinstance(top_p, numbers.Real):
@@ -521,10 +538,7 @@ def sample_next_token(
     Source: temperature (Ackley, Hinton, Sejnowski 1985); top-k: Fan et al. 2018, §5.4; top-p: Holtzman et al.
     2020, §3.1.
     """
-    _check_logits(logits)
-    if logits.dim() > 2:
-        raise ValueError(f"logits must be (batch, vocab) or (vocab,), got {tuple(logits.shape)}")
-    _check_sampling(temperature, top_k, top_p, generator)
+    _check_sampling(temperature, top_k, top_p, generator, logits)  # the arguments, once
     rows = logits if logits.dim() == 2 else logits[None]  # (batch, vocab)
     if temperature == 0:
         ids = rows.argmax(-1)  # both filters keep the most probable token

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._checks import check_int as _check_int
-from ._checks import check_model_config, check_new_tokens, check_sampling
+from ._checks import check_model_config, check_new_tokens, check_sampling, check_token_ids
 from .attention import causal_mask
 from .config import Config
 from .interfaces import AttentionMaps, check_config_types
@@ -173,14 +173,7 @@ class GPT(nn.Module):
 
     def _check(self, ids: Tensor, name: str) -> None:
         """``(batch, seq)`` long ids inside the vocabulary, ``seq <= max_len``."""
-        c = self.config
-        _check_ids(ids, name)
-        if ids.dim() != 2:
-            raise ValueError(f"{name} must be a (batch, seq) LongTensor, got {tuple(ids.shape)} {ids.dtype}")
-        if ids.size(1) > c.max_len:
-            raise ValueError(f"sequence length {ids.size(1)} exceeds max_len={c.max_len} (the learned positions)")
-        if ids.numel() and (ids.min() < 0 or ids.max() >= c.vocab_size):
-            raise ValueError(f"{name} must be in [0, vocab_size={c.vocab_size})")
+        check_token_ids(ids, name, self.config.vocab_size, self.config.max_len)
 
     @overload
     def forward(self, ids: Tensor, return_attention: Literal[False] = False) -> Tensor: ...

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._checks import check_int as _check_int
-from ._checks import check_model_config
+from ._checks import check_model_config, check_token_ids
 from .attention import KeyValue, MultiHeadAttention, causal_mask
 from .config import Config
 from .interfaces import AttentionMaps, check_config_types
@@ -368,15 +368,7 @@ class ModernGPT(nn.Module):
         return [LayerCache() for _ in self.layers]
 
     def _check(self, ids: Tensor, cache: list[LayerCache] | None, offset: int) -> None:
-        c = self.config
-        if not isinstance(ids, Tensor):
-            raise TypeError(f"ids must be a torch.Tensor of token ids, got {type(ids).__name__}")
-        if ids.dim() != 2 or ids.dtype != torch.long:
-            raise ValueError(f"ids must be a (batch, seq) LongTensor, got {tuple(ids.shape)} {ids.dtype}")
-        if _check_int(offset, "offset", 0) + ids.size(1) > c.max_len:
-            raise ValueError(f"positions up to {offset + ids.size(1)} exceed max_len={c.max_len}")
-        if ids.numel() and (ids.min() < 0 or ids.max() >= c.vocab_size):
-            raise ValueError(f"ids must be in [0, vocab_size={c.vocab_size})")
+        check_token_ids(ids, "ids", self.config.vocab_size, self.config.max_len, offset=_check_int(offset, "offset", 0))
         if cache is None:
             if offset != 0:
                 raise ValueError(f"offset must be 0 without a cache, got {offset}")
