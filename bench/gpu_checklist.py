@@ -2,7 +2,7 @@
 
 First run on one H100 on 2026-11-24 (figures: ``models/de-en/README.md`` and ``results.json``). It runs, in order:
 
-1. the GPU tests: ``pytest -m gpu tests/test_runs.py tests/test_ddp.py`` (resume restores the GPU's random
+1. the GPU tests: ``pytest -m gpu tests/unit/test_runs.py tests/unit/test_ddp.py`` (resume restores the GPU's random
    state; bf16, TF32, pinned batches and torch.compile train; a one-GPU NCCL torchrun);
 2. the capstone recipe (``--preset multi30k``) on the GPU for ``--minutes`` of training each, in a few
    variants (the CPU recipe's 3,000-token batches; larger batches; with ``--compile``), with snapshots, and
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> dict:
     }
 
     if "tests" in parts:
-        tests = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "tests/test_runs.py", "tests/test_ddp.py"]
+        tests = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "tests/unit/test_runs.py", "tests/unit/test_ddp.py"]
         report["gpu_tests_seconds"] = round(_run(tests, out / "gpu_tests.log"), 1)
 
     snapshots = ",".join(f"{m:g}" for m in (0.5, 1, 1.5, 2, 2.5, 3, 4, 5, 7.5, 10, 15, 20) if m < minutes)

@@ -1,8 +1,12 @@
-"""Shared test settings: how the `slow` and `gpu` markers (registered in pyproject.toml) are skipped.
+"""Shared test settings: the markers (registered in pyproject.toml) and the Multi30k fixture.
 
-Fast by default: a test marked `slow` runs only when the environment variable RUN_SLOW=1; a test marked `gpu`
-runs only when torch sees a CUDA device. Either way a skipped test is reported with its reason (`-ra`),
-never silently passed.
+- ``slow`` (5 s or more on 2 quiet CPU cores, 10-50 s on a busy one): only a label. ``make test`` and CI run these
+  tests; ``make test-fast`` (``pytest tests -m "not slow" --ignore=tests/browser``) leaves them out.
+- ``expensive`` (costly for the little it adds, e.g. a real torch.compile): skipped unless the environment variable
+  RUN_SLOW=1; also marked ``slow``.
+- ``gpu``: skipped unless torch sees a CUDA device.
+
+Either way a skipped test is reported with its reason (``-ra``), never silently passed.
 """
 
 import os
@@ -11,11 +15,11 @@ import pytest
 
 
 def pytest_collection_modifyitems(config, items):
-    run_slow = os.environ.get("RUN_SLOW", "") == "1"
+    run_expensive = os.environ.get("RUN_SLOW", "") == "1"
     has_cuda = None  # decided on first need, so that collecting fast tests never imports torch here
     for item in items:
-        if item.get_closest_marker("slow") and not run_slow:
-            item.add_marker(pytest.mark.skip(reason="slow test: set RUN_SLOW=1 to run it"))
+        if item.get_closest_marker("expensive") and not run_expensive:
+            item.add_marker(pytest.mark.skip(reason="expensive test: set RUN_SLOW=1 to run it"))
         if item.get_closest_marker("gpu"):
             if has_cuda is None:
                 import torch

@@ -9,8 +9,8 @@ closed ``<details>``.
 
 The tool only edits cell metadata (no re-execution needed) and writes a notebook only when it changes; it also
 unfolds a code cell that is not a solution, so that the folded cells are exactly the solutions. Run it after
-adding or moving a solution; ``make lint`` runs ``--check`` and ``tests/test_fold_solutions.py`` fails while a
-solution is not folded.
+adding or moving a solution; ``make lint`` runs ``--check``, which fails while a solution is not folded
+(``tests/chapters/test_fold_solutions.py`` tests the tool itself).
 
 Usage: ``python tools/fold_solutions.py [notebook ...]`` (default: ``chapters/*.ipynb``) folds in place;
 ``--check`` changes nothing, names the cells that are not as they should be and exits 1.

@@ -8,7 +8,7 @@ Usage (from the repository root)::
 It writes the submissions into a temporary folder (:func:`make_class`), grades them with
 ``python -m lib.grade class --chapter preliminaries`` and the limits of :data:`LIMITS`, and copies the CSV, the
 printed summary and the figure to ``chapters/images/grading_example.{csv,txt,png}``, which the instructor page
-("Grading a class") shows. ``tests/test_grade.py`` builds the same class with :func:`make_class` and checks
+("Grading a class") shows. ``tests/classroom/test_grade.py`` builds the same class with :func:`make_class` and checks
 the grades row by row and against the committed CSV.
 
 The students (each a file in ``class/``):

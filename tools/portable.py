@@ -23,10 +23,10 @@ CommonMark, ``$…$`` / ``$$…$$`` maths and a little HTML:
   a cell that clones nothing and says why on Colab (the chapters keep the cell written from the URL).
 
 A directive or role it does not know stops it with an error that names the notebook and the cell, so no MyST
-markup can slip through (``tests/test_portable.py`` checks that none survives). Code cells keep their source and
-outputs unchanged (but for the Colab set-up cell above). The notebooks are committed (Colab opens a path in the
-GitHub repository; the website's download button and launch buttons point to them) and must be regenerated after
-any chapter edit:
+markup can slip through (``tests/chapters/test_portable.py`` checks that none survives). Code cells keep their
+source and outputs unchanged (but for the Colab set-up cell above). The notebooks are committed (Colab opens a path
+in the GitHub repository; the website's download button and launch buttons point to them) and must be regenerated
+after any chapter edit:
 
 Usage: ``python tools/portable.py`` (``make portable``) writes ``notebooks/``; ``python tools/portable.py --check``
 exits 1 and names the notebooks that are missing or out of date.

@@ -8,7 +8,7 @@ Usage (from the repository root)::
     .venv/bin/python tools/transformer_diagram.py              # writes chapters/images/transformer_diagram.png
     .venv/bin/python tools/transformer_diagram.py --out X.png  # writes X.png instead
 
-``tests/test_plots.py`` runs it into a temporary folder.
+``tests/unit/test_plots.py`` runs it into a temporary folder.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The built website never names a source document by its file number ("seed 001"): a plain scan of the files
 of ``_build/html`` (every page, and the search index, which a reader's search queries), no browser needed.
-tests/test_reader_text.py checks the same on the sources of the book."""
+tests/chapters/test_reader_text.py checks the same on the sources of the book."""
 
 from __future__ import annotations
 

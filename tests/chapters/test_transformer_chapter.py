@@ -1,0 +1,88 @@
+"""Static checks of chapters/transformer.ipynb: what is particular to this chapter.
+
+These read the committed notebook (with its stored outputs) and never execute it; `make test` re-runs it with
+nbval, which also runs the hidden cells that check the whole-model walk-through and the written-out training step.
+The checks every chapter shares are in tests/chapters/test_chapters.py.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from lib.plots import TRANSFORMER_DIAGRAM_BLOCKS
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOK = ROOT / "chapters" / "transformer.ipynb"
+
+
+@pytest.fixture(scope="module")
+def cells():
+    assert NOTEBOOK.is_file(), f"{NOTEBOOK} is missing"
+    return json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+
+
+def _source(cell):
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def _index(cells, predicate, what):
+    hits = [i for i, c in enumerate(cells) if predicate(c)]
+    assert len(hits) == 1, f"expected one cell with {what}, found {len(hits)}"
+    return hits[0]
+
+
+def _diagram(cells):
+    def draws(cell):
+        return cell["cell_type"] == "code" and "plot_transformer_diagram()" in _source(cell)
+
+    return _index(cells, draws, "the diagram")
+
+
+def _tags(cell):
+    return cell.get("metadata", {}).get("tags", [])
+
+
+def test_the_diagram_is_drawn_before_section_1_and_stored_as_an_image(cells):
+    drawn = _diagram(cells)
+    first = _index(cells, lambda c: c["cell_type"] == "markdown" and _source(c).startswith("## 1. "), "§1")
+    assert drawn < first
+    assert "remove-input" not in _tags(cells[drawn]) and "remove-cell" not in _tags(cells[drawn])
+    assert any("image/png" in out.get("data", {}) for out in cells[drawn]["outputs"]), "re-execute the chapter"
+
+
+def _table(markdown):
+    """The rows of a markdown table as lists of cells (the header and the --- line left out)."""
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in markdown.splitlines()]
+    table = [r for r in rows if len(r) > 1]
+    assert len(table) > 2 and set(table[1][0]) <= set("-: "), "no markdown table"
+    return table[0], table[2:]
+
+
+def test_the_legend_under_the_diagram_has_a_row_for_every_block_linking_existing_chapters(cells):
+    drawn = _diagram(cells)
+    legend = next(_source(c) for c in cells[drawn + 1 :] if c["cell_type"] == "markdown")
+    header, rows = _table(legend)
+    assert len(header) == 3, header  # block in the picture, lib code, the chapter that teaches it
+    for key, _, code in TRANSFORMER_DIAGRAM_BLOCKS:
+        owner, _, attr = code.rpartition(".")
+        names = [attr or owner, owner.split(".")[-1]]
+        assert any(all(name in row[1] for name in names) for row in rows), f"{key}: no row names {code}"
+    targets = []
+    for row in rows:
+        taught = row[2]
+        links = re.findall(r"\{doc\}`(?:[^`<]*<)?([\w/]+)>?`", taught)
+        assert links or "this chapter" in taught, f"row without a link to the chapter that teaches it: {row}"
+        targets += links
+    assert {"positional_encoding", "self_attention", "multihead_attention"} <= set(targets)
+    for target in targets:
+        assert any((ROOT / "chapters" / f"{target}{ext}").is_file() for ext in (".ipynb", ".md")), target
+
+
+def test_the_walk_through_prints_source_decoder_input_and_target_side_by_side(cells):
+    i = _index(cells, lambda c: c["cell_type"] == "code" and "pieces(tgt_in)" in _source(c), "the side-by-side table")
+    text = "".join("".join(out.get("text", "")) for out in cells[i]["outputs"])
+    header = next(line for line in text.splitlines() if "decoder input" in line)
+    assert header.split() == ["t", "source", "decoder", "input", "target"]
+    assert re.search(r"^ 0\s+\S+\s+<s>\s+\S+", text, re.MULTILINE), "position 0 of the decoder input is <s>"

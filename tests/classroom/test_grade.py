@@ -1,0 +1,527 @@
+"""Tests of the classroom grader, ``python -m lib.grade``, on the book's synthetic class (``tools/grading_example.py``).
+
+Fast (``make test``): the command line's usage errors, submissions graded without a kernel (a damaged file,
+another chapter, the book's own notebook, a notebook whose chapter cannot be told), chapter and name detection,
+how the outcome of each exercise is read from an executed notebook, the CSV, the summary, the figure, the kernel
+set-up (the ``check`` wrapper, the network guard) and the committed example of the instructor page.
+
+Slow (``student_execution``, ``make test-student``): the whole synthetic class graded by the command in fresh
+kernels (about 10 s of CPU per submission), every row asserted, and the result equal to the committed example.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import os
+import re
+import socket
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import lib.exercises as exercises
+from lib import grade
+from lib.exercises import core
+from lib.plots import plot_grade_summary
+
+ROOT = Path(__file__).resolve().parents[2]
+EXERCISES = ["matvec", "softmax_stable", "softmax_temperature", "one_hot"]
+
+
+def _load_tool():
+    spec = importlib.util.spec_from_file_location("grading_example", ROOT / "tools" / "grading_example.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+example = _load_tool()
+
+
+@pytest.fixture(scope="module")
+def synthetic_class(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("grading") / "class"
+    example.make_class(folder)
+    return folder
+
+
+def test_the_synthetic_chapter_has_the_exercises_the_tests_name():
+    assert [ex.name for ex in exercises.list_exercises(example.CHAPTER)] == EXERCISES
+
+
+# --- the command line -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["no/such/folder"], "does not exist"),
+        (["{nb}", "--chapter", "no_such_chapter"], "--chapter must be one of"),
+        (["{nb}", "--cell-timeout", "0"], "positive number of seconds"),
+        (["{nb}", "--timeout", "soon"], "expected a number of seconds"),
+        (["{nb}", "--out", "{tmp}/missing/grades.csv"], "does not exist"),
+        (["{nb}", "--out", "{tmp}/grades.txt"], "must name a .csv file"),
+        (["{tmp}/empty"], "no .ipynb files found"),
+    ],
+)
+def test_usage_errors_exit_2_before_anything_runs(argv, message, tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    nb = tmp_path / "a.ipynb"
+    nb.write_text("{}")
+    argv = [a.format(nb=nb, tmp=tmp_path) for a in argv]
+    with pytest.raises(SystemExit) as info:
+        grade.main([*argv, "--out", str(tmp_path / "grades.csv")] if "--out" not in argv else argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "usage: python -m lib.grade" in err
+    assert not (tmp_path / "grades.csv").exists()
+
+
+def test_grade_submission_refuses_bad_arguments(tmp_path):
+    with pytest.raises(ValueError, match="chapter must be one with exercises"):
+        grade.grade_submission(tmp_path / "x.ipynb", "intro")
+    with pytest.raises(ValueError, match="time limits must be positive"):
+        grade.grade_submission(tmp_path / "x.ipynb", "preliminaries", cell_timeout=0)
+    with pytest.raises(ValueError, match="no submissions given"):
+        grade.find_submissions([])
+
+
+def test_the_command_grades_submissions_that_need_no_kernel(synthetic_class, tmp_path, capsys):
+    """A damaged file, another chapter and the book's own notebook: error rows, a CSV, a summary and a figure."""
+    files = [synthetic_class / n for n in ("ivan.ipynb", "hana.ipynb", "kim.ipynb")]
+    out = tmp_path / "grades.csv"
+    assert grade.main([*map(str, files), "--chapter", "preliminaries", "--out", str(out)]) == 0
+    rows = grade.read_csv(out)
+    assert [(r.student, r.exercise, r.verdict) for r in rows] == [
+        (s, e, "error") for s in ("hana", "ivan", "kim") for e in EXERCISES
+    ]
+    by_student = {r.student: r.message for r in rows}
+    assert by_student["ivan"].startswith("not a notebook: invalid JSON")
+    assert (
+        by_student["hana"]
+        == "this is the notebook of chapter 'positional_encoding' (from its metadata), not 'preliminaries'"
+    )
+    assert by_student["kim"].startswith("this is the book's own notebook with its solutions")
+    printed = capsys.readouterr()
+    assert "matvec                  0/3" in printed.out and "ivan: " in printed.err and "(not run)" in printed.err
+    png = out.with_suffix(".png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not list(tmp_path.glob(".*.tmp")), "atomic writes leave no temporary file"
+
+
+# --- reading, detecting, naming ----------------------------------------------------------------------------
+
+
+def test_a_file_that_is_not_a_notebook_gets_one_row_per_exercise_or_one_row(tmp_path):
+    cases = {
+        "binary.ipynb": b"\xff\xfe\x00garbage",
+        "list.ipynb": b"[1, 2, 3]",
+        "nocells.ipynb": b'{"metadata": {}}',
+        "badcells.ipynb": json.dumps(
+            {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"x": 1}]}
+        ).encode(),
+    }
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+        rows, seconds = grade.grade_submission(tmp_path / name, "preliminaries")
+        assert seconds == 0.0
+        assert [r.exercise for r in rows] == EXERCISES and {r.verdict for r in rows} == {"error"}
+        assert rows[0].message.startswith(("not a notebook", "not a valid notebook")), (name, rows[0].message)
+        rows, _ = grade.grade_submission(tmp_path / name)  # no --chapter: the chapter is unknown, one row
+        assert [(r.chapter, r.exercise, r.verdict) for r in rows] == [("", "", "error")]
+
+
+def test_a_notebook_without_metadata_or_check_calls_asks_for_the_chapter(tmp_path):
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": []}
+    (tmp_path / "x.ipynb").write_text(json.dumps(nb))
+    rows, _ = grade.grade_submission(tmp_path / "x.ipynb")
+    assert len(rows) == 1 and rows[0].verdict == "error" and rows[0].message.endswith("pass --chapter")
+
+
+def test_detect_chapter_from_metadata_old_metadata_content_or_nothing():
+    def nb(meta=None, code=()):
+        cells = [{"cell_type": "code", "source": c, "metadata": {}, "outputs": []} for c in code]
+        return {"metadata": {} if meta is None else {"student_edition": meta}, "cells": cells}
+
+    assert grade.detect_chapter(nb({"chapter": "transformer", "source": "x/y.ipynb"})) == ("transformer", "metadata")
+    assert grade.detect_chapter(nb({"source": "chapters/bert_gpt.ipynb"})) == ("bert_gpt", "metadata")
+    code = ['check("pe_row", f)', "check('pe_norm', g)\ncheck(\"matvec\", h)"]
+    assert grade.detect_chapter(nb(None, code)) == ("positional_encoding", "content")
+    assert grade.detect_chapter(nb(None, ['check("no_such", f)', "print(1)"])) == (None, "unknown")
+
+
+def test_student_name_from_metadata_file_or_folder():
+    assert grade.student_name("sub/alice.ipynb") == "alice"
+    assert grade.student_name("sub/bob/preliminaries.ipynb", None, "preliminaries") == "bob"
+    assert grade.student_name("sub/bob/transformer.ipynb") == "bob"  # any chapter's name
+    assert grade.student_name("Copy of x.ipynb.txt") == "Copy of x.ipynb"
+    meta = {"metadata": {"student_edition": {"student": " Chen Li "}}}
+    assert grade.student_name("sub/preliminaries.ipynb", meta) == "Chen Li"
+
+
+def test_find_submissions_walks_folders_and_skips_hidden_ones(tmp_path):
+    (tmp_path / "a" / ".ipynb_checkpoints").mkdir(parents=True)
+    for name in ("a/x.ipynb", "a/.ipynb_checkpoints/x-checkpoint.ipynb", "a/notes.txt", "b.ipynb"):
+        (tmp_path / name).write_text("{}")
+    found = grade.find_submissions([tmp_path / "a", tmp_path / "b.ipynb", tmp_path / "a" / "x.ipynb"])
+    assert found == [tmp_path / "a" / "x.ipynb", tmp_path / "b.ipynb"]
+
+
+def test_same_names_in_two_folders_are_told_apart(tmp_path):
+    for group in ("g1", "g2"):
+        (tmp_path / group).mkdir()
+        (tmp_path / group / "al.ipynb").write_text("not json")
+    rows = grade.grade([tmp_path], "preliminaries")
+    assert sorted({r.student for r in rows}) == ["g1/al", "g2/al"]
+
+
+def test_editions(synthetic_class):
+    def read(name):
+        return json.loads((synthetic_class / name).read_text(encoding="utf-8"))
+
+    assert grade._edition(read("ada.ipynb"), "preliminaries") == (None, "")
+    assert grade._edition(read("jo_final_v2.ipynb"), "preliminaries")[1].startswith("older edition")
+    newer = read("ada.ipynb")
+    newer["metadata"]["student_edition"]["exercises"] = ["matvec"]
+    newer["metadata"]["student_edition"]["book_version"] = "0.0.1"
+    note = grade._edition(newer, "preliminaries")[1]
+    assert "no cell for softmax_stable, softmax_temperature, one_hot" in note and "book version 0.0.1" in note
+    problem, _ = grade._edition(read("kim.ipynb"), "preliminaries")
+    assert "not the student edition" in problem
+
+
+# --- the outcome of each exercise, from an executed notebook ---------------------------------------------------
+
+
+def _cell(source, outputs=()):
+    return {"cell_type": "code", "source": source, "metadata": {}, "outputs": list(outputs)}
+
+
+def _err(ename, evalue=""):
+    return {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": []}
+
+
+def _run(cells, records=(), ran=None, stopped=None, stopped_at=None, cut=(), setup_error=None):
+    ran = set(range(len(cells))) if ran is None else ran
+    return grade._Run(cells, ran, stopped, stopped_at, set(cut), list(records), setup_error, 1.0, 60.0)
+
+
+def test_outcome_reads_the_verdict_records_not_the_printed_text():
+    cells = [_cell('print("✅ matvec: correct.")\ncheck("matvec", f)')]
+    start = (0, {"event": "start", "exercise": "matvec"})
+    wrong = (0, {"event": "verdict", "exercise": "matvec", "line": "❌ matvec: your row is [1]; expected [2]"})
+    assert grade._outcome(_run(cells, [start, wrong]), "matvec", 10) == ("❌", "your row is [1]; expected [2]")
+    late = (0, {"event": "verdict", "exercise": "matvec", "line": "❌ matvec: ⏱ your function did not return"})
+    assert grade._outcome(_run(cells, [start, late]), "matvec", 10)[0] == "time-out"
+    setup = (0, {"event": "verdict", "exercise": "matvec", "line": "⚠ matvec: the checker could not run: x"})
+    assert grade._outcome(_run(cells, [start, setup]), "matvec", 10) == ("error", "the checker could not run: x")
+    # a check that started and never ended: interrupted, or the kernel died in it
+    cells[0]["outputs"] = [_err("KeyboardInterrupt")]
+    assert grade._outcome(_run(cells, [start]), "matvec", 10) == (
+        "time-out",
+        'check("matvec", ...) in cell 1 (\'print("✅ matvec: correct.")\') ran past the cell\'s limit of 10 s',
+    )
+    cells[0]["outputs"] = []
+    dead = _run(cells, [start], stopped="the kernel stopped (x)", stopped_at=0)
+    assert (
+        grade._outcome(dead, "matvec", 10)[0] == "error"
+        and "the kernel stopped" in grade._outcome(dead, "matvec", 10)[1]
+    )
+    # no record at all: the printed ✅ counts for nothing
+    assert grade._outcome(_run(cells), "matvec", 10) == (
+        "⏳",
+        'check("matvec", ...) in cell 1 (\'print("✅ matvec: correct.")\') did not run',
+    )
+
+
+def test_outcome_of_cells_that_failed_or_never_ran():
+    cells = [_cell("x = 1"), _cell('check("matvec", f)', [_err("NameError", "name 'f' is not defined")])]
+    assert grade._outcome(_run(cells), "matvec", 10) == (
+        "error",
+        "cell 2 ('check(\"matvec\", f)') raised NameError: name 'f' is not defined",
+    )
+    syntax = [_cell('def f(:\ncheck("matvec", f)', [_err("SyntaxError", "invalid syntax (3141592.py, line 1)")])]
+    assert grade._outcome(_run(syntax), "matvec", 10)[1].endswith("raised SyntaxError: invalid syntax (line 1)")
+    loop = [_cell('while True: pass\ncheck("matvec", f)', [_err("KeyboardInterrupt")])]
+    assert grade._outcome(_run(loop), "matvec", 10)[0] == "time-out"
+    assert "the notebook's limit of 60 s" in grade._outcome(_run(loop, cut={0}), "matvec", 10)[1]
+    late = _run(
+        cells[:1] + [_cell('check("matvec", f)')],
+        ran={0},
+        stopped="the notebook ran past its limit of 60 s",
+        stopped_at=1,
+    )
+    assert grade._outcome(late, "matvec", 10) == (
+        "time-out",
+        "not reached: the notebook ran past its limit of 60 s at cell 2 ('check(\"matvec\", f)')",
+    )
+    died = _run(cells[:1] + [_cell('check("matvec", f)')], ran={0}, stopped="the kernel stopped (x)", stopped_at=0)
+    assert grade._outcome(died, "matvec", 10)[0] == "error"
+    assert grade._outcome(_run([_cell("x = 1")]), "matvec", 10) == (
+        "⏳",
+        'no cell calls check("matvec", ...): the exercise\'s cell was deleted or changed',
+    )
+    assert grade._outcome(_run(cells, setup_error="ModuleNotFoundError: lib"), "matvec", 10)[0] == "error"
+
+
+# --- inside the kernel ------------------------------------------------------------------------------------------
+
+
+def test_prepare_kernel_records_each_check_with_its_token_and_sets_the_call_limit(monkeypatch, capsys):
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj, raw=False: shown.append(obj))
+    monkeypatch.setattr(exercises, "check", exercises.check)
+    monkeypatch.setattr(core, "TIME_LIMIT_S", core.TIME_LIMIT_S)
+    monkeypatch.setattr(socket.socket, "connect", socket.socket.connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", socket.socket.connect_ex)
+    grade._prepare_kernel("tok", 3.0, network=True)
+    assert core.TIME_LIMIT_S == 3.0
+    assert exercises.check("matvec", lambda W, x: [0.0] * len(W)) is False
+    assert exercises.check("matvec", None) is False
+    records = [r[grade.RECORD_MIME] for r in shown]
+    assert [(r["token"], r["event"], r["exercise"]) for r in records] == [
+        ("tok", "start", "matvec"),
+        ("tok", "verdict", "matvec"),
+    ] * 2
+    assert records[1]["line"].startswith("❌ matvec:") and records[3]["line"].startswith("⏳ matvec:")
+    assert capsys.readouterr().out.count("matvec:") == 2  # check still prints its line
+    with pytest.raises(ValueError, match="unknown exercise"):
+        exercises.check("no_such_exercise", 1)
+    assert len(shown) == 4
+
+
+def test_the_network_guard_refuses_other_machines_but_not_this_one(monkeypatch):
+    monkeypatch.setattr(socket.socket, "connect", socket.socket.connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", socket.socket.connect_ex)
+    grade._refuse_network()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s, pytest.raises(OSError, match="network access is off"):
+        s.connect(("93.184.216.34", 80))
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s, pytest.raises(OSError, match="network access is off"):
+        s.connect_ex(("example.org", 80))
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    with server, socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.connect(server.getsockname())  # loopback stays allowed (the kernel talks to Jupyter through it)
+
+
+# --- CSV, summary, figure ---------------------------------------------------------------------------------------
+
+
+ROWS = [
+    grade.Row("ann", "preliminaries", "matvec", "✅", "correct.", "", "a.ipynb"),
+    grade.Row("ann", "preliminaries", "softmax_stable", "❌", 'your "x", sum 2', "note, with comma", "a.ipynb"),
+    grade.Row("bo", "preliminaries", "matvec", "❌", "wrong B", "", "b.ipynb"),
+    grade.Row("bo", "preliminaries", "softmax_stable", "❌", 'your "x", sum 2', "", "b.ipynb"),
+    grade.Row("cy", "preliminaries", "matvec", "❌", "wrong A", "", "c.ipynb"),
+    grade.Row("cy", "preliminaries", "softmax_stable", "time-out", "⏱", "", "c.ipynb"),
+    grade.Row("dee", "", "", "error", "not a notebook", "", "d.ipynb"),
+]
+
+
+def test_csv_round_trip_with_quotes_commas_and_unicode(tmp_path):
+    path = grade.write_csv(ROWS, tmp_path / "g.csv")
+    assert grade.read_csv(path) == ROWS
+    with open(path, encoding="utf-8", newline="") as f:
+        lines = list(csv.reader(f))
+    assert tuple(lines[0]) == grade.COLUMNS and len(lines) == len(ROWS) + 1
+    (tmp_path / "bad.csv").write_text("a,b\n")
+    with pytest.raises(ValueError, match="header must be"):
+        grade.read_csv(tmp_path / "bad.csv")
+
+
+def test_summary_counts_and_most_common_wrong_answers():
+    summary = grade.summarize(ROWS, top=2)
+    assert [s["exercise"] for s in summary] == ["matvec", "softmax_stable"]  # registry order; no row for dee
+    assert summary[0]["counts"] == {"✅": 1, "❌": 2, "⏳": 0, "time-out": 0, "error": 0}
+    assert summary[0]["wrong"] == [("wrong A", 1), ("wrong B", 1)]  # ties alphabetical
+    assert summary[1]["wrong"] == [('your "x", sum 2', 2)] and summary[1]["students"] == 3
+    text = grade.format_summary(summary, width=20)
+    assert text.splitlines()[0].split() == [
+        "exercise",
+        "solved",
+        "❌",
+        "wrong",
+        "⏳",
+        "not",
+        "yet",
+        "time-out",
+        "error",
+    ]
+    assert text.splitlines()[1].split() == ["matvec", "1/3", "2", "0", "0", "0"]
+    assert '  softmax_stable (2×): your "x", sum 2' in text
+    assert grade.format_summary([]) == "no exercise graded\n"
+
+
+def test_plot_grade_summary_stacks_one_bar_per_exercise_and_verdict():
+    summary = grade.summarize(ROWS)
+    fig = grade.summary_figure(summary, title="preliminaries")
+    ax = fig.axes[0]
+    assert len(ax.containers) == len(grade.VERDICTS)
+    widths = np.array([[bar.get_width() for bar in c] for c in ax.containers])
+    assert widths.tolist() == [[1, 0], [2, 2], [0, 0], [0, 1], [0, 0]]  # ✅ ❌ ⏳ time-out error
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["matvec", "softmax_stable"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == list(grade.VERDICT_LABELS.values())
+    with pytest.raises(ValueError, match="summary is empty"):
+        grade.summary_figure([])
+
+
+@pytest.mark.parametrize(
+    "exercises_, counts, message",
+    [
+        ([], {"solved": []}, "at least one exercise"),
+        (["a"], {}, "non-empty dict"),
+        (["a", "b"], {"solved": [1]}, "must hold 2 counts"),
+        (["a"], {"solved": [-1]}, "non-negative integers"),
+        (["a"], {"solved": [0.5]}, "non-negative integers"),
+    ],
+)
+def test_plot_grade_summary_refuses_bad_input(exercises_, counts, message):
+    with pytest.raises(ValueError, match=message):
+        plot_grade_summary(exercises_, counts)
+
+
+# --- the committed example of the instructor page --------------------------------------------------------------
+
+
+def test_the_committed_example_is_consistent():
+    """chapters/images/grading_example.*: every student has a row per exercise; the summary is the CSV's."""
+    rows = grade.read_csv(example.EXAMPLE.with_suffix(".csv"))
+    students = sorted({r.student for r in rows})
+    assert students == ["ada", "ben", "cleo", "dan", "eve", "finn", "gus", "hana", "ivan", "jo_final_v2", "kim"]
+    assert [(r.student, r.exercise) for r in rows] == [(s, e) for s in students for e in EXERCISES]
+    assert {r.chapter for r in rows} == {"preliminaries"} and {r.verdict for r in rows} <= set(grade.VERDICTS)
+    assert {r.verdict for r in rows} == set(grade.VERDICTS), "the example shows every verdict"
+    assert example.EXAMPLE.with_suffix(".txt").read_text(encoding="utf-8") == example.summary_text(
+        example.EXAMPLE.with_suffix(".csv")
+    )
+    assert example.EXAMPLE.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = (ROOT / "chapters" / "instructor.md").read_text(encoding="utf-8")
+    section = page.split("## Grading a class", 1)[1].split("\n## ", 1)[0]
+    for name in ("grading_example.csv", "grading_example.txt", "grading_example.png", "python -m lib.grade"):
+        assert name in section
+    for verdict in grade.VERDICTS:
+        assert f"`{verdict}`" in section, f"the page does not explain the verdict {verdict}"
+    # the excerpt the page shows (literalinclude :lines:) is the header and at least one row of each verdict
+    spec = re.search(r"grading_example\.csv\n:language: text\n:lines: ([\d,-]+)\n", section).group(1)
+    wanted = [n for part in spec.split(",") for n in _line_range(part)]
+    lines = example.EXAMPLE.with_suffix(".csv").read_text(encoding="utf-8").splitlines()
+    excerpt = list(csv.reader([lines[n - 1] for n in wanted]))
+    assert tuple(excerpt[0]) == grade.COLUMNS
+    assert {row[3] for row in excerpt[1:]} == set(grade.VERDICTS)
+
+
+def _line_range(part):
+    first, _, last = part.partition("-")
+    return range(int(first), int(last or first) + 1)
+
+
+def test_the_student_edition_records_what_the_grader_reads(synthetic_class):
+    meta = json.loads((synthetic_class / "ben.ipynb").read_text(encoding="utf-8"))["metadata"]["student_edition"]
+    assert meta["edition"] == "student" and meta["chapter"] == "preliminaries"
+    assert meta["exercises"] == EXERCISES and meta["book_version"] == grade._book_version()
+
+
+# --- slow: the whole class, in kernels ------------------------------------------------------------------------
+
+# (student, exercise) -> (verdict, the message's start); rows not listed are ✅ "correct."
+EXPECTED = {
+    **{("ben", e): ("⏳", "not solved yet — fill in the body of ") for e in EXERCISES},
+    ("cleo", "softmax_temperature"): ("❌", "for z = [0.5, 0.8, 0.6] and T = 0.25 your result is"),
+    ("cleo", "one_hot"): ("⏳", "not solved yet — fill in the body of one_hot"),
+    ("dan", "matvec"): ("error", "cell 81 ('def matvec(W, x)') raised SyntaxError: expected ':' (line 1)"),
+    ("dan", "softmax_stable"): ("❌", "for z = [1000.0, 1001.0, 1002.0] your result is [nan, nan, nan]"),
+    ("dan", "softmax_temperature"): ("❌", "for z = [0.5, 0.8, 0.6] and T = 0.25 your result is"),
+    ("eve", "matvec"): ("time-out", "⏱ your function did not return within 2 s."),
+    ("eve", "softmax_stable"): ("time-out", "cell 83 ('while True:') ran past the cell's limit of 10 s"),
+    ("finn", "matvec"): ("❌", "your function called sys.exit() (SystemExit: wrong sizes)"),
+    ("finn", "softmax_stable"): ("error", "cell 83 ('import sys') raised SystemExit"),
+    ("gus", "one_hot"): ("⏳", 'no cell calls check("one_hot", ...): the exercise\'s cell was deleted'),
+    **{("hana", e): ("error", "this is the notebook of chapter 'positional_encoding'") for e in EXERCISES},
+    **{("ivan", e): ("error", "not a notebook: invalid JSON") for e in EXERCISES},
+    **{("kim", e): ("error", "this is the book's own notebook with its solutions") for e in EXERCISES},
+}
+
+
+@pytest.mark.student_execution
+@pytest.mark.skipif(
+    os.environ.get("STUDENT_EXECUTE") != "1",
+    reason="grades the synthetic class in 8 kernels (1-3 minutes): set STUDENT_EXECUTE=1 (and MULTI30K_DIR)",
+)
+def test_the_command_grades_the_synthetic_class(tmp_path, multi30k_dir):
+    start = time.perf_counter()
+    result = example.run_example(tmp_path)
+    seconds = time.perf_counter() - start
+    print(result.stderr, result.stdout, f"graded in {seconds:.0f} s", sep="\n")
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = grade.read_csv(tmp_path / "grades.csv")
+    students = ["ada", "ben", "cleo", "dan", "eve", "finn", "gus", "hana", "ivan", "jo_final_v2", "kim"]
+    assert [(r.student, r.chapter, r.exercise) for r in rows] == [
+        (s, "preliminaries", e) for s in students for e in EXERCISES
+    ]
+    for r in rows:
+        verdict, start_of_message = EXPECTED.get((r.student, r.exercise), ("✅", "correct."))
+        assert (r.verdict, r.message[: len(start_of_message)]) == (verdict, start_of_message), r
+        assert r.note == (
+            "older edition (made before the edition recorded its chapter and exercises)"
+            if r.student == "jo_final_v2"
+            else ""
+        )
+    assert (tmp_path / "grades.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "softmax_temperature (2×): for z = [0.5, 0.8, 0.6] and T = 0.25" in result.stdout
+    # the committed example (instructor page) is what the command produces, up to the folder it ran in
+    committed = grade.read_csv(example.EXAMPLE.with_suffix(".csv"))
+    assert rows == committed, "re-run tools/grading_example.py and commit chapters/images/grading_example.*"
+    # every executed submission's time is logged
+    assert result.stderr.count(" s): ") == 8
+
+
+def _tiny(path, *sources):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+    nb.metadata["student_edition"] = {"edition": "student", "chapter": "preliminaries", "exercises": EXERCISES}
+    nbformat.write(nb, str(path))
+    return path
+
+
+@pytest.mark.student_execution
+@pytest.mark.skipif(os.environ.get("STUDENT_EXECUTE") != "1", reason="starts two kernels: set STUDENT_EXECUTE=1")
+def test_a_dead_kernel_and_the_notebook_limit_leave_the_verdicts_recorded_before(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUPYTER_PREFER_ENV_PATH", "1")
+    dead = _tiny(
+        tmp_path / "dead.ipynb",
+        "from lib.exercises import check",
+        'check("matvec", None)',
+        "import os\nos._exit(1)",
+        'check("softmax_stable", None)',
+    )
+    rows, _ = grade.grade_submission(dead, cell_timeout=20, timeout=60)
+    assert [(r.exercise, r.verdict) for r in rows] == [
+        ("matvec", "⏳"),
+        ("softmax_stable", "error"),
+        ("softmax_temperature", "⏳"),
+        ("one_hot", "⏳"),
+    ]
+    assert (
+        rows[1].message
+        == "not reached: the kernel stopped (exit, os._exit, a crash or out of memory) at cell 3 ('import os')"
+    )
+    slow = _tiny(
+        tmp_path / "slow.ipynb",
+        "from lib.exercises import check",
+        'check("matvec", None)',
+        "import time\ntime.sleep(60)",
+        'check("softmax_stable", None)',
+    )
+    rows, _ = grade.grade_submission(slow, cell_timeout=50, timeout=10)
+    assert [(r.exercise, r.verdict) for r in rows][:2] == [("matvec", "⏳"), ("softmax_stable", "time-out")]
+    assert rows[1].message.startswith("not reached: the notebook ran past its limit of 10 s at cell 4")
