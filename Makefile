@@ -16,7 +16,7 @@
 #                       requirements-lab.txt into .venv the first time)
 #   make portable       rewrite notebooks/: the chapters with plain markdown for Colab, VS Code, GitHub
 #                       (tools/portable.py; run it after editing a chapter, `make book` does too)
-#   make student        write the student edition (solutions removed) into student/
+#   make student        write the student edition (solutions removed) into student/ (lib.classroom.student)
 #   make test-student   execute every student notebook top to bottom (slow; tests/classroom/, STUDENT_EXECUTE=1)
 #   make execute        re-execute chapters/*.ipynb in place and store the outputs (the website shows them)
 #   make book EXECUTE=1 the same, then build
@@ -268,7 +268,7 @@ lab: $(LAB_STAMP)
 # The student edition: every chapter without its solutions, each exercise cell a starter that prints
 # "not solved yet" until the reader fills it in.
 student: $(STAMP)
-	$(BIN)/python tools/student.py --out student
+	$(BIN)/python -m lib.classroom.student --out student
 
 test-student: student
 	STUDENT_EXECUTE=1 ATTENTION_BOOK_TRAIN_CACHE="$(TRAIN_MEMO)" $(DETERMINISTIC_ENV) \

@@ -29,7 +29,7 @@ from torch import Tensor
 
 from ._checks import check_int as _check_int
 from ._checks import check_new_tokens, check_sampling
-from .gpt import GPT, _generate_tokens
+from .gpt import GPT, generate_tokens
 from .interfaces import EncoderDecoder
 from .modern import ModernGPT
 from .special_tokens import BOS_ID, EOS_ID, PAD_ID
@@ -609,5 +609,5 @@ def generate(
     def next_token(logits: Tensor) -> Tensor:  # (batch, vocab) → (batch,)
         return sample_next_token(logits, temperature, top_k, top_p, generator)
 
-    ids = _generate_tokens(model, ids, max_new_tokens, next_token, eos_id)
+    ids = generate_tokens(model, ids, max_new_tokens, next_token, eos_id)
     return ids[0] if squeeze else ids

@@ -61,7 +61,7 @@ from .checkpoint import load_run
 from .files import atomic_write, atomic_write_text, sha256_file
 from .special_tokens import BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS, UNK_ID
 from .transformer import Transformer
-from .translate import _clean, _pieces, _plain_text_tokenizer
+from .translate import clean_text, plain_text_tokenizer, text_pieces
 
 __all__ = [
     "DTYPES",
@@ -439,7 +439,7 @@ class OnnxTranslator:
             if sha256_file(self.folder / name) != entry["sha256"]:
                 raise ValueError(f"{self.folder / name}: SHA-256 differs from the manifest (damaged or changed)")
         self.tokenizer = Tokenizer.from_file(str(self.folder / TOKENIZER))
-        self._plain = _plain_text_tokenizer(self.tokenizer)
+        self._plain = plain_text_tokenizer(self.tokenizer)
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
@@ -497,7 +497,7 @@ class OnnxTranslator:
             raise ValueError("sentences must be a list of str, got a single str (pass [sentence])")
         out = []
         for sentence in sentences:
-            pieces, _ = _pieces(self._plain, _clean(sentence), self.max_len - 1)
+            pieces, _ = text_pieces(self._plain, clean_text(sentence), self.max_len - 1)
             texts = [decode(self.tokenizer, self.greedy(p)[0]) for p in pieces]
             out.append(texts[0] if len(texts) == 1 else " ".join(t for t in texts if t))
         return out

@@ -34,7 +34,7 @@ from .interfaces import AttentionMaps, check_config_types
 from .special_tokens import PAD_ID
 from .transformer import EncoderLayer
 
-__all__ = ["GPTConfig", "GPT", "lm_loss", "generate"]
+__all__ = ["GPTConfig", "GPT", "lm_loss", "generate", "generate_tokens"]
 
 _ACTIVATIONS = ("gelu", "relu")
 
@@ -312,14 +312,16 @@ def generate(
         probs = torch.softmax(logits, dim=-1)
         return torch.multinomial(probs, 1, generator=generator).squeeze(1)
 
-    ids = _generate_tokens(model, ids, max_new_tokens, next_token, eos_id)
+    ids = generate_tokens(model, ids, max_new_tokens, next_token, eos_id)
     return ids[0] if squeeze else ids
 
 
-def _generate_tokens(
+def generate_tokens(
     model: nn.Module, ids: Tensor, max_new_tokens: int, next_token: Callable[[Tensor], Tensor], eos_id: int | None
 ) -> Tensor:
     """The sampling loop of :func:`generate` and ``lib.decode.generate``, after they checked their arguments.
+
+    Each step feeds the last ``max_len`` tokens, picks the next token from the last position's logits and appends it.
 
     Args:
         model: a decoder-only language model with ``config.max_len`` and ``config.pad_id`` (GPT, ModernGPT),
@@ -331,6 +333,8 @@ def _generate_tokens(
 
     Returns:
         ``(batch, seq + new)``, the prompts first.
+
+    Source: Radford et al. (2018), §3.1 Eq. (2): P(u) = softmax(h_n W_eᵀ), one token at a time.
     """
     max_len = model.config.max_len
     was_training = model.training

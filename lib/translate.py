@@ -45,6 +45,9 @@ __all__ = [
     "translation_attention",
     "MAX_BEAM",
     "MAX_HYPOTHESES",
+    "clean_text",
+    "plain_text_tokenizer",
+    "text_pieces",
 ]
 
 #: The widest beam the command line accepts: beam search holds beam x batch hypotheses, each with its key/value
@@ -63,14 +66,23 @@ _LINE_END = re.compile(r"\r\n|\r|\n")
 _LINE_END_BYTES = re.compile(rb"\r\n|\r|\n")
 
 
-def _clean(text: str) -> str:
-    """The text as the model should see it: NFC, without byte-order marks and surrounding whitespace."""
+def clean_text(text: str) -> str:
+    """The text as the model should see it: NFC, without byte-order marks and surrounding whitespace.
+
+    The first step of :func:`translate` (and of the exported model's and the web page's tokenizer).
+
+    Args:
+        text: a sentence or a paragraph.
+
+    Returns:
+        The cleaned text.
+    """
     # U+FEFF inside text is a byte-order mark left over from concatenated files (its use as a zero-width
     # no-break space is deprecated since Unicode 3.2); str.strip() also removes a "\r" left from "\r\n".
     return unicodedata.normalize("NFC", text).replace("\ufeff", "").strip()
 
 
-def _plain_text_tokenizer(tokenizer):
+def plain_text_tokenizer(tokenizer):
     """A copy of ``tokenizer`` that reads ``<pad>``, ``<s>``, ``</s>``, ``<unk>`` in a text as characters.
 
     A ``tokenizers.Tokenizer`` matches its special tokens anywhere in the text (``add_special_tokens=False``
@@ -79,6 +91,12 @@ def _plain_text_tokenizer(tokenizer):
     copy (16 ms) so that the caller's tokenizer is never changed, not even for a moment.
 
     This belongs in ``lib.bpe.encode`` (every caller that encodes user text wants it); it lives here until then.
+
+    Args:
+        tokenizer: a ``tokenizers.Tokenizer`` (anything else is returned as it is).
+
+    Returns:
+        The copy, or ``tokenizer`` itself when it is not a ``tokenizers.Tokenizer``.
     """
     if not (hasattr(tokenizer, "encode_special_tokens") and hasattr(tokenizer, "to_str")):
         return tokenizer  # not a tokenizers.Tokenizer: _text_ids' safety net still applies
@@ -100,10 +118,20 @@ def _cut(tokenizer, ids: list[int], limit: int) -> int:
     return limit
 
 
-def _pieces(tokenizer, text: str, limit: int) -> tuple[list[list[int]], int]:
+def text_pieces(tokenizer, text: str, limit: int) -> tuple[list[list[int]], int]:
     """Split a cleaned text into pieces of at most ``limit`` ids: sentence ends first, then the token limit.
 
-    Returns the pieces (one, the whole text, when it fits) and the number of ids of the whole text.
+    A piece too long even as a sentence is cut at the last word start in the second half of its window (else at
+    the limit). The ids are those of the text read as text: never PAD, BOS or EOS (a control id becomes UNK).
+
+    Args:
+        tokenizer: the tokenizer, as :func:`plain_text_tokenizer` returns it.
+        text: the text, as :func:`clean_text` returns it.
+        limit: the most ids a piece may have (the model's ``max_len - 1``, room for EOS).
+
+    Returns:
+        ``(pieces, n_ids)``: the pieces' ids (one piece, the whole text, when it fits; none for a blank text) and the
+        number of ids of the whole text.
     """
     ids = _text_ids(tokenizer, text)
     if len(ids) <= limit:
@@ -134,12 +162,12 @@ def _translate(
 ) -> tuple[list[str], dict[int, tuple[int, int]]]:
     """:func:`translate` without the checks and warnings; also returns {index: (ids, pieces)} of the split sentences."""
     limit = model.config.max_len - 1  # source ids, so that with EOS the source fills at most max_len positions
-    plain = _plain_text_tokenizer(tokenizer)
+    plain = plain_text_tokenizer(tokenizer)
     pieces: list[list[int]] = []  # source ids of every piece to decode, EOS appended
     owner: list[int] = []  # the sentence each piece belongs to
     split: dict[int, tuple[int, int]] = {}
     for i, sentence in enumerate(sentences):
-        parts, n_ids = _pieces(plain, _clean(sentence), limit)  # a blank sentence has no piece
+        parts, n_ids = text_pieces(plain, clean_text(sentence), limit)  # a blank sentence has no piece
         if len(parts) > 1:
             if too_long == "error":
                 raise ValueError(
@@ -356,8 +384,8 @@ def translation_attention(
     """
     model.eval()
     device = next(model.parameters()).device
-    plain, limit = _plain_text_tokenizer(tokenizer), model.config.max_len - 1
-    src_ids = _text_ids(plain, _clean(source))
+    plain, limit = plain_text_tokenizer(tokenizer), model.config.max_len - 1
+    src_ids = _text_ids(plain, clean_text(source))
     if len(src_ids) > limit:
         warnings.warn(
             f"the source has {len(src_ids)} sub-word tokens, more than the model's limit of {limit}: "
@@ -369,7 +397,7 @@ def translation_attention(
     if translation is None:
         tgt_ids = greedy_decode(model, src)[0]
     else:
-        tgt_ids = _text_ids(plain, _clean(translation))
+        tgt_ids = _text_ids(plain, clean_text(translation))
         if len(tgt_ids) > limit:
             warnings.warn(
                 f"the translation has {len(tgt_ids)} sub-word tokens, more than the model's limit of {limit}: "

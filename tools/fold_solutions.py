@@ -1,9 +1,10 @@
 """Fold the chapters' solution code cells in JupyterLab: set ``metadata.jupyter.source_hidden`` on exactly those cells.
 
 A solution written as code is a run of code cells tagged ``solution`` between a ``{solution-start}`` and a
-``{solution-end}`` markdown cell (found as ``tools/student.py`` finds them). JupyterLab, Notebook 7 and VS Code
-show a cell whose metadata has ``"jupyter": {"source_hidden": true}`` folded (a bar the reader clicks to unfold);
-Jupyter Book and nbval ignore that key, so the website, the stored outputs and ``make test`` are unchanged.
+``{solution-end}`` markdown cell (found as the student edition, ``lib.classroom.student``, finds them).
+JupyterLab, Notebook 7 and VS Code show a cell whose metadata has ``"jupyter": {"source_hidden": true}`` folded (a
+bar the reader clicks to unfold); Jupyter Book and nbval ignore that key, so the website, the stored outputs and
+``make test`` are unchanged.
 Markdown solutions (``:::{solution}`` with ``:class: dropdown``) need nothing: jupyterlab-myst renders them as a
 closed ``<details>``.
 
@@ -19,24 +20,16 @@ Usage: ``python tools/fold_solutions.py [notebook ...]`` (default: ``chapters/*.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run from anywhere: `import lib` finds this checkout
 
-
-def _student_tool():
-    """``tools/student.py`` as a module: the one definition of where a solution starts and ends."""
-    spec = importlib.util.spec_from_file_location("book_student_tool", ROOT / "tools" / "student.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-_student = _student_tool()
+# The one definition of where a solution starts and ends: the student edition's.
+from lib.classroom.student import SOLUTION_END, SOLUTION_START, SOLUTION_TAG  # noqa: E402
+from lib.files import atomic_write_text  # noqa: E402
 
 
 def _source(cell: dict) -> str:
@@ -49,13 +42,11 @@ def solution_code_cells(nb: dict) -> list[int]:
     found, inside = [], False
     for i, cell in enumerate(nb["cells"]):
         if cell.get("cell_type") == "markdown":
-            if _student._SOLUTION_START.match(_source(cell)):
+            if SOLUTION_START.match(_source(cell)):
                 inside = True
-            elif _student._SOLUTION_END.match(_source(cell)):
+            elif SOLUTION_END.match(_source(cell)):
                 inside = False
-        elif cell.get("cell_type") == "code" and (
-            inside or _student.SOLUTION_TAG in cell.get("metadata", {}).get("tags", [])
-        ):
+        elif cell.get("cell_type") == "code" and (inside or SOLUTION_TAG in cell.get("metadata", {}).get("tags", [])):
             found.append(i)
     return found
 
@@ -100,9 +91,6 @@ def main(argv: list[str] | None = None) -> int:
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         parser.error(f"no such notebook: {', '.join(missing)}")
-    sys.path.insert(0, str(ROOT))
-    from lib.files import atomic_write_text
-
     wrong = []
     for path in paths:
         nb = json.loads(path.read_text(encoding="utf-8"))

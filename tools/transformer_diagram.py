@@ -1,4 +1,4 @@
-"""Draw the whole-Transformer diagram of ``lib.plots.plot_transformer_diagram`` into a PNG for the intro page.
+"""Draw the whole-Transformer diagram of ``lib.diagrams.plot_transformer_diagram`` into a PNG for the intro page.
 
 The Transformer chapter draws the figure in a code cell; the intro (``chapters/intro.md``) is a plain Markdown page
 and shows the committed PNG ``chapters/images/transformer_diagram.png`` that this script writes.
@@ -8,7 +8,7 @@ Usage (from the repository root)::
     .venv/bin/python tools/transformer_diagram.py              # writes chapters/images/transformer_diagram.png
     .venv/bin/python tools/transformer_diagram.py --out X.png  # writes X.png instead
 
-``tests/unit/test_plots.py`` runs it into a temporary folder.
+``tests/unit/test_diagrams.py`` runs it into a temporary folder.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 
+from lib.diagrams import plot_transformer_diagram  # noqa: E402
 from lib.files import atomic_write  # noqa: E402
-from lib.plots import plot_transformer_diagram  # noqa: E402
 
 DEFAULT_OUT = ROOT / "chapters" / "images" / "transformer_diagram.png"
 DPI = 110

@@ -10,13 +10,13 @@ few inputs, including the edge the exercise is about, and :func:`check` prints o
     ⏳ pe_row: not solved yet — fill in the body of pe_row
 
 The last line is for a function whose body is still ``...`` (the starter cells of the student edition,
-``tools/student.py``, write ``def pe_row(pos, d_model): ...``) or that returns ``...``: not written yet,
+``lib.classroom.student``, write ``def pe_row(pos, d_model): ...``) or that returns ``...``: not written yet,
 not wrong. A function whose body does something but returns None is told that it forgot its ``return``.
 
 A wrong answer never raises: an exception from the reader's function is reported on the ❌ line.
 Only a programming error raises, e.g. an unknown exercise name (:class:`ValueError`).
 
-A reader's function cannot break the checker or the notebook (see :func:`lib.exercises.core._call`):
+A reader's function cannot break the checker or the notebook (see :func:`lib.exercises.core.call_answer`):
 
 - it gets deep copies of its arguments, so an answer that changes them in place (zeroes a tensor, changes
   the shipped model's weights) cannot make a later, correct answer fail;
@@ -32,27 +32,28 @@ the reader's), the line says so and :func:`check` returns False::
     ...) (this is not about your answer; check the installation: ...)
 
 Adding an exercise (one module per chapter, ``lib/exercises/<chapter>.py``, imported at the end of
-this file). The chapter's module imports the ``exercise`` decorator and the checkers' helpers from
+this file). The chapter's module imports the ``exercise`` decorator and the checkers' helpers (``call_answer``,
+``fmt``, ``as_array``, ``as_number``, ``diagnose``, ``require_callable``, ``checker_setup``, ``AnswerRaised``) from
 :mod:`lib.exercises.core`, never from this package, so that no import cycle runs through it::
 
     import numpy as np
 
-    from .core import _as_array, _call, _fmt, exercise
+    from .core import as_array, call_answer, exercise, fmt
 
     @exercise("softmax_row", chapter="preliminaries", summary="softmax(z) of a 1-D list of scores")
     def _check_softmax_row(answer) -> str | None:
-        got = _as_array(_call(answer, [0.5, 0.8, 0.6]), "softmax([0.5, 0.8, 0.6])")
+        got = as_array(call_answer(answer, [0.5, 0.8, 0.6]), "softmax([0.5, 0.8, 0.6])")
         if not np.allclose(got, [0.28943, 0.39069, 0.31987], atol=1e-5):
-            raise AssertionError(f"your softmax is {_fmt(got)}; expected [0.28943, 0.39069, 0.31987]")
+            raise AssertionError(f"your softmax is {fmt(got)}; expected [0.28943, 0.39069, 0.31987]")
         return "an optional remark shown after 'correct.'"
 
 A checker raises ``AssertionError("helpful message")`` when the answer is wrong (use ``raise``, not a bare
 ``assert``, which ``python -O`` removes). It calls the reader's function through
-:func:`lib.exercises.core._call`, so that an exception the reader's code raises is reported as "your function
+:func:`lib.exercises.core.call_answer`, so that an exception the reader's code raises is reported as "your function
 raised ...", not as a failure of the checker, a function that forgot its ``return`` (returns None) is named as
 such, and a function that returns ``...`` (a body not filled in yet) is reported as ⏳ "not solved yet".
 Code that loads what the checker needs (a model, data) runs before the first call of the reader's function,
-inside ``with _setup("what it does", "what to check in the installation"):``, so that its failure is reported
+inside ``with checker_setup("what it does", "what to check in the installation"):``, so that its failure is reported
 with ⚠ as the checker's (:class:`lib.exercises.core.CheckerSetupError`), not with ❌ as the reader's.
 
 Source: the exercise/solution pattern of the QuantEcon lectures (``sphinx-exercise``).
@@ -62,20 +63,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from .core import EXERCISES, Exercise, _AnswerRaised, _AnswerStopped, _NotSolved, exercise, list_exercises
-
-# Re-exported (the redundant aliases say so): the checkers' helpers of .core stay importable from lib.exercises.
-# (The time limit is not: set it where _call reads it, lib.exercises.core.TIME_LIMIT_S.)
-from .core import Checker as Checker
-from .core import CheckerSetupError as CheckerSetupError
-from .core import _as_array as _as_array
-from .core import _as_number as _as_number
-from .core import _call as _call
-from .core import _diagnose as _diagnose
-from .core import _fmt as _fmt
-from .core import _is_placeholder as _is_placeholder
-from .core import _require_callable as _require_callable
-from .core import _setup as _setup
+from .core import (
+    EXERCISES,
+    AnswerRaised,
+    AnswerStopped,
+    CheckerSetupError,
+    Exercise,
+    NotSolved,
+    exercise,
+    list_exercises,
+)
 
 __all__ = ["Exercise", "EXERCISES", "exercise", "check", "list_exercises", "progress"]
 
@@ -111,16 +108,16 @@ def _verdict(name: str, answer: Any) -> str:
         return f"⏳ {name}: not solved yet — replace the ... with your answer"
     try:
         remark = EXERCISES[name].checker(answer)
-    except _NotSolved as err:
+    except NotSolved as err:
         return f"⏳ {name}: not solved yet — fill in the body of {err.function_name}"
     except CheckerSetupError as err:
         return (
             f"⚠ {name}: the checker could not run: {err.problem} (this is not about your answer; "
             f"check the installation: {err.fix})"
         )
-    except _AnswerStopped as err:
+    except AnswerStopped as err:
         return f"❌ {name}: {err.message}"
-    except _AnswerRaised as err:
+    except AnswerRaised as err:
         e = err.original
         return f"❌ {name}: your function raised {type(e).__name__}: {e}"
     except AssertionError as err:

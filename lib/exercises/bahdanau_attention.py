@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from ..seq2seq import AdditiveScore, attend
-from .core import _as_array, _as_number, _call, _diagnose, _fmt, _require_callable, exercise
+from .core import as_array, as_number, call_answer, diagnose, exercise, fmt, require_callable
 
 # This module only registers checkers (with @exercise, on import): it has no public names.
 __all__: list[str] = []
@@ -73,7 +73,7 @@ def _additive_variants(s, H, W_q, W_k, v) -> dict[str, np.ndarray]:
 )
 def _check_additive_score(answer: Any) -> str | None:
     """``answer(s, H, W_q, W_k, v)`` must equal lib's AdditiveScore (with a zero bias) on the same weights."""
-    _require_callable(answer, "additive_score(s, H, W_q, W_k, v)")
+    require_callable(answer, "additive_score(s, H, W_q, W_k, v)")
     rng = np.random.default_rng(0)
     # (seq_s, d_query, d_key, d_attention): first all sizes equal (where the lecture notes' h'ᵀ fits the shapes), then
     # all different (where it cannot even be computed), a single source position, a wide hidden layer
@@ -88,12 +88,13 @@ def _check_additive_score(answer: Any) -> str | None:
             f"for s of shape {s.shape}, H of shape {H.shape}, W_q of shape {W_q.shape}, W_k of shape "
             f"{W_k.shape} and v of shape {v.shape}"
         )
-        got = _as_array(
-            _call(answer, s.copy(), H.copy(), W_q.copy(), W_k.copy(), v.copy()), "additive_score(s, H, W_q, W_k, v)"
+        got = as_array(
+            call_answer(answer, s.copy(), H.copy(), W_q.copy(), W_k.copy(), v.copy()),
+            "additive_score(s, H, W_q, W_k, v)",
         )
         variants = _additive_variants(s, H, W_q, W_k, v)
         if got.shape != expected.shape:
-            hint = _diagnose(got, variants, atol=1e-8)
+            hint = diagnose(got, variants, atol=1e-8)
             if not hint and got.shape == (seq_s, d_a):
                 hint = (
                     " That is (seq_s, d_attention): the hidden layer tanh(W_q s + W_k h_j) of every source "
@@ -105,8 +106,8 @@ def _check_additive_score(answer: Any) -> str | None:
                 f"{where} your scores have shape {got.shape}; expected (seq_s,) = {expected.shape}.{hint}"
             )
         if not np.allclose(got, expected, atol=1e-8, rtol=1e-8):
-            hint = _diagnose(got, variants, atol=1e-8)
-            raise AssertionError(f"{where} your scores are {_fmt(got)}; expected {_fmt(expected)}.{hint}")
+            hint = diagnose(got, variants, atol=1e-8)
+            raise AssertionError(f"{where} your scores are {fmt(got)}; expected {fmt(expected)}.{hint}")
     return (
         "tanh(W_q s + W_k h_j) is a vector of d_attention numbers (a hidden layer); only vᵀ turns it into "
         "one score per source position."
@@ -148,7 +149,7 @@ def _check_attend(answer: Any) -> str | None:
 
     lib takes the softmax in float32, so answers are compared to within 1e-6.
     """
-    _require_callable(answer, "attend(scores, values, mask)")
+    require_callable(answer, "attend(scores, values, mask)")
     rng = np.random.default_rng(1)
     # (lengths of the sentences in the batch, seq_s, d): padding in some rows; one unpadded sentence;
     # a padded batch where a masked score is the largest of its row
@@ -163,14 +164,14 @@ def _check_attend(answer: Any) -> str | None:
             t.numpy() for t in attend(torch.from_numpy(scores), torch.from_numpy(values), torch.from_numpy(mask))
         )
         where = f"for a batch of {batch} with source lengths {list(lengths)} padded to seq_s = {seq_s}"
-        result = _call(answer, scores.copy(), values.copy(), mask.copy())
+        result = call_answer(answer, scores.copy(), values.copy(), mask.copy())
         if not isinstance(result, (tuple, list)) or len(result) != 2:
             raise AssertionError(
                 f"{where} your function returned {type(result).__name__}; expected a pair "
                 f"(context, weights), as lib's attend returns"
             )
-        context = _as_array(result[0], "context")
-        weights = _as_array(result[1], "weights")
+        context = as_array(result[0], "context")
+        weights = as_array(result[1], "weights")
         if weights.shape != exp_weights.shape:
             hint = ""
             if weights.shape == exp_context.shape and context.shape == exp_weights.shape:
@@ -189,8 +190,8 @@ def _check_attend(answer: Any) -> str | None:
             )
             bad = int(np.argmax(np.abs(np.nan_to_num(weights, nan=9.0) - exp_weights).max(axis=1)))
             raise AssertionError(
-                f"{where} your weights for sentence {bad} are {_fmt(weights[bad])}; expected "
-                f"{_fmt(exp_weights[bad])}.{hint}"
+                f"{where} your weights for sentence {bad} are {fmt(weights[bad])}; expected "
+                f"{fmt(exp_weights[bad])}.{hint}"
             )
         if context.shape != exp_context.shape:
             raise AssertionError(
@@ -202,8 +203,8 @@ def _check_attend(answer: Any) -> str | None:
             if np.allclose(context, values.mean(axis=1), atol=1e-6):
                 hint = " That is the plain mean of the values; weight each h_j by α_j."
             raise AssertionError(
-                f"{where} your context for sentence 0 is {_fmt(context[0])}; expected "
-                f"{_fmt(exp_context[0])}: c = Σ_j α_j h_j.{hint}"
+                f"{where} your context for sentence 0 is {fmt(context[0])}; expected "
+                f"{fmt(exp_context[0])}: c = Σ_j α_j h_j.{hint}"
             )
     return "Padded positions get weight exactly 0, and each sentence's weights sum to 1 over its real tokens."
 
@@ -226,7 +227,7 @@ def _crossings(path: np.ndarray, strict: bool = True, adjacent: bool = False) ->
 )
 def _check_crossings(answer: Any) -> str | None:
     """``answer(weights)`` with weights ``(seq_t, seq_s)`` must count pairs i < k with argmax_i > argmax_k."""
-    _require_callable(answer, "crossings(weights)")
+    require_callable(answer, "crossings(weights)")
     rng = np.random.default_rng(2)
     eye = np.eye(5) * 0.8 + 0.04
     cases = {
@@ -244,7 +245,7 @@ def _check_crossings(answer: Any) -> str | None:
     for what, w in cases.items():
         path = w.argmax(axis=1)
         expected = _crossings(path)
-        value = _as_number(_call(answer, w.copy()), f"crossings of {what}")
+        value = as_number(call_answer(answer, w.copy()), f"crossings of {what}")
         if value == expected:
             continue
         wrong = [

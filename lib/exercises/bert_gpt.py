@@ -9,7 +9,7 @@ import numpy as np
 
 from ..bert import BertVocab, pack_pair
 from ..gpt import GPT, GPTConfig
-from .core import _as_array, _as_number, _call, _diagnose, _fmt, _require_callable, exercise
+from .core import as_array, as_number, call_answer, diagnose, exercise, fmt, require_callable
 
 # This module only registers checkers (with @exercise, on import): it has no public names.
 __all__: list[str] = []
@@ -27,14 +27,14 @@ _CHAPTER = "bert_gpt"
 )
 def _check_pair_inputs(answer: Any) -> str | None:
     """``answer(a, b, cls_id, sep_id)`` must equal :func:`lib.bert.pack_pair` without truncation."""
-    _require_callable(answer, "pair_inputs(a, b, cls_id, sep_id)")
+    require_callable(answer, "pair_inputs(a, b, cls_id, sep_id)")
     for a, b, base in [([11, 12, 13], [21, 22], 100), ([7], [8, 9, 10, 11], 8000)]:
         vocab = BertVocab(base)
         ids_ok, seg_ok = pack_pair(a, b, vocab, 10**6)
-        got = _call(answer, list(a), list(b), vocab.cls_id, vocab.sep_id)
+        got = call_answer(answer, list(a), list(b), vocab.cls_id, vocab.sep_id)
         if not (isinstance(got, (tuple, list)) and len(got) == 2):
             raise AssertionError(f"return a pair (ids, segment_ids), got {type(got).__name__}")
-        ids, seg = (np.asarray(_as_array(x, "ids/segment_ids")).astype(int).tolist() for x in got)
+        ids, seg = (np.asarray(as_array(x, "ids/segment_ids")).astype(int).tolist() for x in got)
         where = f"for a = {a}, b = {b}, cls_id = {vocab.cls_id}, sep_id = {vocab.sep_id}"
         if ids != ids_ok:
             hint = ""
@@ -65,10 +65,10 @@ def _check_pair_inputs(answer: Any) -> str | None:
     summary="perplexity(log_probs): exp of the mean negative log-probability (natural log) per token",
 )
 def _check_perplexity(answer: Any) -> str | None:
-    _require_callable(answer, "perplexity(log_probs)")
+    require_callable(answer, "perplexity(log_probs)")
     cases = [np.log([0.25, 0.25, 0.25, 0.25]), np.log([0.5, 0.1, 0.2]), np.array([-2.3, -0.1, -4.0, -1.5, -0.7])]
     for lp in cases:
-        got = _as_number(_call(answer, lp.copy()), "perplexity(log_probs)")
+        got = as_number(call_answer(answer, lp.copy()), "perplexity(log_probs)")
         expected = math.exp(-lp.mean())
         if not math.isclose(got, expected, rel_tol=1e-6):
             variants = {
@@ -80,7 +80,7 @@ def _check_perplexity(answer: Any) -> str | None:
                 "you returned the mean negative log-probability (the loss), not its exponential": -lp.mean(),
             }
             hint = next((f" It looks like {k}." for k, v in variants.items() if math.isclose(got, v, rel_tol=1e-6)), "")
-            raise AssertionError(f"for log_probs = {_fmt(lp, 3)} you return {got:.5f}; expected {expected:.5f}.{hint}")
+            raise AssertionError(f"for log_probs = {fmt(lp, 3)} you return {got:.5f}; expected {expected:.5f}.{hint}")
     return "four equally likely tokens give perplexity 4: a model with perplexity P is as unsure as a fair P-sided die."
 
 
@@ -101,7 +101,7 @@ def _reference_probs(logits: np.ndarray, temperature: float, k: int) -> np.ndarr
     summary="sample_probs(logits, temperature, k): the distribution generate() samples from (T > 0, top-k)",
 )
 def _check_sample_probs(answer: Any) -> str | None:
-    _require_callable(answer, "sample_probs(logits, temperature, k)")
+    require_callable(answer, "sample_probs(logits, temperature, k)")
     for logits, t, k in [
         ([2.0, 1.0, 0.5, -1.0, 0.0], 0.5, 3),
         ([2.0, 1.0, 0.5, -1.0, 0.0], 2.0, 5),
@@ -109,7 +109,7 @@ def _check_sample_probs(answer: Any) -> str | None:
     ]:
         z = np.asarray(logits)
         expected = _reference_probs(z, t, k)
-        got = _as_array(_call(answer, z.copy(), t, k), "sample_probs(...)").ravel()
+        got = as_array(call_answer(answer, z.copy(), t, k), "sample_probs(...)").ravel()
         if got.shape != expected.shape or not np.allclose(got, expected, atol=1e-6):
             e_all = np.exp(z / t - (z / t).max())
             p_all = e_all / e_all.sum()
@@ -127,10 +127,10 @@ def _check_sample_probs(answer: Any) -> str | None:
                 "you divided the probabilities by T after the softmax; divide the logits before it": after,
                 "you multiplied by T and ignored k": e_mul / e_mul.sum(),
             }
-            hint = _diagnose(got, variants, 1e-6) if got.shape == expected.shape else ""
+            hint = diagnose(got, variants, 1e-6) if got.shape == expected.shape else ""
             raise AssertionError(
-                f"for logits = {_fmt(z, 2)}, T = {t}, k = {k} you return {_fmt(got, 4)}; "
-                f"expected {_fmt(expected, 4)}.{hint}"
+                f"for logits = {fmt(z, 2)}, T = {t}, k = {k} you return {fmt(got, 4)}; "
+                f"expected {fmt(expected, 4)}.{hint}"
             )
     return "divide by T, keep the k largest, softmax: exactly what lib.gpt.generate samples from."
 
@@ -157,12 +157,12 @@ def _lib_count(c: dict) -> int:
     summary="gpt_params(vocab_size, d_model, num_layers, d_ff, max_len): parameters of a post-LN GPT with tied output",
 )
 def _check_param_count(answer: Any) -> str | None:
-    _require_callable(answer, "gpt_params(vocab_size, d_model, num_layers, d_ff, max_len)")
+    require_callable(answer, "gpt_params(vocab_size, d_model, num_layers, d_ff, max_len)")
     small = GPT(GPTConfig(100, d_model=16, num_heads=2, num_layers=1, d_ff=32, max_len=8, norm_first=False))
     if small.num_parameters() != _lib_count(_PARAM_CASES[0]):  # keeps the formula honest against lib
         raise RuntimeError("the checker's formula disagrees with lib.gpt.GPT")
     for c in _PARAM_CASES:
-        got = _as_number(_call(answer, *c.values()), "gpt_params(...)")
+        got = as_number(call_answer(answer, *c.values()), "gpt_params(...)")
         expected = _lib_count(c)
         if got != expected:
             d, v = c["d_model"], c["vocab_size"]

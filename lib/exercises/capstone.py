@@ -21,7 +21,7 @@ from ..decode import greedy_decode, length_penalty
 from ..metrics import corpus_bleu
 from ..special_tokens import BOS_ID, EOS_ID, PAD_ID
 from ..training import label_smoothed_cross_entropy
-from .core import _AnswerRaised, _as_number, _call, _require_callable, _setup, exercise
+from .core import AnswerRaised, as_number, call_answer, checker_setup, exercise, require_callable
 
 # This module only registers checkers (with @exercise, on import): it has no public names.
 __all__: list[str] = []
@@ -87,11 +87,11 @@ def _smoothing_variants(logits: torch.Tensor, target: torch.Tensor, eps: float) 
 )
 def _check_label_smoothing(answer: Any) -> str | None:
     """``answer(logits, target, ε)`` must equal ``lib.training.label_smoothed_cross_entropy`` (padding id 0 ignored)."""
-    _require_callable(answer, "smoothed_loss(logits, target, epsilon)")
+    require_callable(answer, "smoothed_loss(logits, target, epsilon)")
     for logits, target, eps in _smoothing_inputs():
         expected = float(label_smoothed_cross_entropy(logits, target, eps))
         where = f"for logits of shape {tuple(logits.shape)}, ε = {eps:g}"
-        value = _as_number(_call(answer, logits.clone(), target.clone(), eps), f"smoothed_loss ({where})")
+        value = as_number(call_answer(answer, logits.clone(), target.clone(), eps), f"smoothed_loss ({where})")
         if math.isclose(value, expected, rel_tol=1e-4, abs_tol=1e-5):
             continue
         if math.isnan(value):
@@ -235,7 +235,7 @@ def _greedy_mistake(got: list[int], expected: list[int], model, src: torch.Tenso
 )
 def _check_greedy_decode(answer: Any) -> str | None:
     """``answer(model, src, max_len)`` must give the ids of ``lib.decode.greedy_decode`` with the shipped model."""
-    _require_callable(answer, "greedy(model, src, max_len)")
+    require_callable(answer, "greedy(model, src, max_len)")
     with _one_thread():
         return _check_greedy_one_thread(answer)
 
@@ -243,7 +243,7 @@ def _check_greedy_decode(answer: Any) -> str | None:
 def _check_greedy_one_thread(answer: Any) -> str | None:
     """The checks of :func:`_check_greedy_decode`, run on one torch thread."""
     # The checker's own set-up, before the reader's function runs: a failure here is an installation problem.
-    with _setup("loading the shipped model and decoding the test sentences with it", _SHIPPED_MODEL_FIX):
+    with checker_setup("loading the shipped model and decoding the test sentences with it", _SHIPPED_MODEL_FIX):
         from ..bpe import decode
 
         run = _shipped()
@@ -252,7 +252,7 @@ def _check_greedy_one_thread(answer: Any) -> str | None:
     for sentence, max_len, src, expected in cases:
         expected = list(expected)
         mine = copy.deepcopy(model)  # this call's own model, so that its training mode can be looked at afterwards
-        raw = _call(answer, mine, src.clone(), max_len, copy_args=False)
+        raw = call_answer(answer, mine, src.clone(), max_len, copy_args=False)
         was_training = mine.training
         where = f"for «{sentence}» with max_len={max_len}"
         got = _as_ids(raw, f"{where} your output")
@@ -300,12 +300,12 @@ def _beam_score(log_prob: float, length: int, alpha: float) -> float:
 )
 def _check_beam_score(answer: Any) -> str | None:
     """``answer(log_prob, length, α)`` must equal ``log_prob / lib.decode.length_penalty(length, α)``."""
-    _require_callable(answer, "beam_score(log_prob, length, alpha)")
+    require_callable(answer, "beam_score(log_prob, length, alpha)")
     # the chapter's α = 0.6 first, then a long hypothesis with a large α, α = 0 and the one-token edge (lp = 1)
     for log_prob, length, alpha in [(-4.5, 9, 0.6), (-3.0, 4, 0.6), (-12.0, 20, 1.2), (-4.5, 9, 0.0), (-2.0, 1, 0.6)]:
         expected = _beam_score(log_prob, length, alpha)
         where = f"beam_score({log_prob}, {length}, {alpha})"
-        value = _as_number(_call(answer, log_prob, length, alpha), where)
+        value = as_number(call_answer(answer, log_prob, length, alpha), where)
         if math.isclose(value, expected, rel_tol=1e-6, abs_tol=1e-9):
             continue
         lp = ((5 + length) / 6) ** alpha
@@ -401,15 +401,15 @@ def _bp_variants(hyps: list[str], refs: list[str]) -> dict[str, float]:
 )
 def _check_brevity_penalty(answer: Any) -> str | None:
     """``answer(hyps, refs)`` must equal sacreBLEU's brevity penalty (``corpus_bleu(...).brevity_penalty``)."""
-    _require_callable(answer, "brevity_penalty(hypotheses, references)")
+    require_callable(answer, "brevity_penalty(hypotheses, references)")
     refs = list(_BP_REFERENCES)
     for what, hyps in _BP_CASES:
         expected = corpus_bleu(hyps, refs).brevity_penalty
         c, r = sum(len(h.split()) for h in hyps), sum(len(s.split()) for s in refs)
         where = f"for {what} (c = {c} words, r = {r} words)"
         try:
-            value = _as_number(_call(answer, list(hyps), list(refs)), f"brevity_penalty ({where})")
-        except _AnswerRaised as err:
+            value = as_number(call_answer(answer, list(hyps), list(refs)), f"brevity_penalty ({where})")
+        except AnswerRaised as err:
             if c == 0 and isinstance(err.original, ZeroDivisionError):
                 raise AssertionError(
                     f"{where} your function divided by c = 0. With no words at all there is nothing to match: "

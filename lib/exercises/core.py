@@ -1,8 +1,12 @@
 """The registry of exercises and the helpers that checkers use (``lib/exercises/<chapter>.py`` import them from here).
 
-``lib.exercises`` (the package's ``__init__``) re-exports every name of this module and imports the chapters'
-checker modules; those import from this module, never from the ``__init__``, so that no import cycle runs through
-the package. Readers call :func:`lib.exercises.check`; see the package's docstring for how to add an exercise.
+The checker-writing API: :func:`exercise` registers a checker; :func:`call_answer` calls the reader's function
+safely; :func:`fmt`, :func:`as_array`, :func:`as_number`, :func:`require_callable` and :func:`diagnose` turn an
+answer into numbers and a wrong one into a hint; :func:`checker_setup` marks the checker's own set-up;
+:class:`AnswerRaised`, :class:`AnswerStopped`, :class:`NotSolved` and :class:`CheckerSetupError` are how an answer
+(or the checker) ended. ``lib.exercises`` (the package's ``__init__``) imports the chapters' checker modules; those
+import from this module, never from the ``__init__``, so that no import cycle runs through the package. Readers
+call :func:`lib.exercises.check`; see the package's docstring for how to add an exercise.
 """
 
 from __future__ import annotations
@@ -22,8 +26,25 @@ from typing import Any
 import numpy as np
 import torch
 
-# The checkers' private helpers (_call, _fmt, _as_array, ...) are imported by name, not through __all__.
-__all__ = ["Checker", "CheckerSetupError", "Exercise", "EXERCISES", "exercise", "list_exercises"]
+__all__ = [
+    "Checker",
+    "CheckerSetupError",
+    "Exercise",
+    "EXERCISES",
+    "TIME_LIMIT_S",
+    "exercise",
+    "list_exercises",
+    "AnswerRaised",
+    "AnswerStopped",
+    "NotSolved",
+    "checker_setup",
+    "call_answer",
+    "fmt",
+    "as_array",
+    "as_number",
+    "require_callable",
+    "diagnose",
+]
 
 Checker = Callable[[Any], "str | None"]
 
@@ -99,7 +120,7 @@ class CheckerSetupError(Exception):
 
     Not the reader's fault: :func:`lib.exercises.check` prints it as ``⚠ name: the checker could not run: ...
     (this is not about your answer; check the installation: ...)`` and returns False. Checkers raise it through
-    :func:`_setup`, around the code that loads what they need, before they call the reader's function.
+    :func:`checker_setup`, around the code that loads what they need, before they call the reader's function.
 
     Args:
         problem: what failed and why, e.g. ``"loading the shipped model failed (FileNotFoundError: ...)"``.
@@ -112,19 +133,29 @@ class CheckerSetupError(Exception):
         self.fix = fix
 
 
-class _AnswerRaised(Exception):
-    """The reader's function raised; carries the original exception."""
+class AnswerRaised(Exception):
+    """The reader's function raised; carries the original exception.
+
+    :func:`call_answer` raises it; :func:`lib.exercises.check` prints ``❌ name: your function raised ...``. A checker
+    that expects the reader's function to raise (a ValueError for bad sizes) catches it and looks at ``original``.
+
+    Args:
+        original: the exception the reader's function raised.
+    """
 
     def __init__(self, original: BaseException) -> None:
         super().__init__(str(original))
         self.original = original
 
 
-class _AnswerStopped(Exception):
+class AnswerStopped(Exception):
     """The reader's function did not finish normally: it ran past :data:`TIME_LIMIT_S` or called ``sys.exit()``.
 
-    Not an :class:`_AnswerRaised` (which checkers catch to look at the exception, e.g. an expected ValueError) and
+    Not an :class:`AnswerRaised` (which checkers catch to look at the exception, e.g. an expected ValueError) and
     not an AssertionError, so that it reaches :func:`lib.exercises.check`, which prints ``❌ name: <message>``.
+
+    Args:
+        message: the line's text after the exercise's name.
     """
 
     def __init__(self, message: str) -> None:
@@ -132,11 +163,14 @@ class _AnswerStopped(Exception):
         self.message = message
 
 
-class _NotSolved(Exception):
+class NotSolved(Exception):
     """The reader's function is still the starter's placeholder (its body is ``...``, or it returned ``...``).
 
-    Not an AssertionError and not an :class:`_AnswerRaised`, so that a checker's own ``except`` clauses
-    let it through to :func:`check`, which reports ⏳.
+    Not an AssertionError and not an :class:`AnswerRaised`, so that a checker's own ``except`` clauses
+    let it through to :func:`lib.exercises.check`, which reports ⏳.
+
+    Args:
+        function_name: the name of the reader's function, as the ⏳ line names it ("fill in the body of ...").
     """
 
     def __init__(self, function_name: str) -> None:
@@ -201,12 +235,12 @@ def _time_limit(seconds: float | None) -> Iterator[_Timer]:
 
 
 @contextlib.contextmanager
-def _setup(what: str, fix: str) -> Iterator[None]:
+def checker_setup(what: str, fix: str) -> Iterator[None]:
     """Turn an exception of the checker's own set-up (loading a model, data, a package) into :class:`CheckerSetupError`.
 
     Wrap the code that prepares the expected values, before the reader's function is called::
 
-        with _setup("loading the shipped model", "install the book with `pip install -e .`"):
+        with checker_setup("loading the shipped model", "install the book with `pip install -e .`"):
             run = _shipped()
 
     Args:
@@ -221,7 +255,7 @@ def _setup(what: str, fix: str) -> Iterator[None]:
     """
     try:
         yield
-    except (CheckerSetupError, _AnswerRaised, _AnswerStopped, _NotSolved):
+    except (CheckerSetupError, AnswerRaised, AnswerStopped, NotSolved):
         raise  # already classified (a reader's function called inside the block by mistake stays the reader's)
     except Exception as err:
         raise CheckerSetupError(f"{what} failed ({type(err).__name__}: {err})", fix) from err
@@ -249,15 +283,15 @@ def _is_placeholder(fn: Any) -> bool:
     return ops in ([("LOAD_CONST", None), ("RETURN_VALUE", None)], [("RETURN_CONST", None)])
 
 
-def _timed_out(limit: float | None) -> _AnswerStopped:
+def _timed_out(limit: float | None) -> AnswerStopped:
     """The verdict for a reader's function that ran past ``limit`` seconds."""
-    return _AnswerStopped(
+    return AnswerStopped(
         f"⏱ your function did not return within {limit:g} s. Is there a loop that never ends (a `while` whose "
         "condition stays true, a counter that is never increased)?"
     )
 
 
-def _call(fn: Callable[..., Any], *args: Any, copy_args: bool = True) -> Any:
+def call_answer(fn: Callable[..., Any], *args: Any, copy_args: bool = True) -> Any:
     """Call the reader's function on private copies of ``args``, with a time limit, and classify how it ended.
 
     The reader's code can neither change the checker's objects nor stop the notebook:
@@ -280,9 +314,9 @@ def _call(fn: Callable[..., Any], *args: Any, copy_args: bool = True) -> Any:
         What ``fn`` returned (never None, never ``...``).
 
     Raises:
-        _AnswerRaised: the reader's function raised an Exception (reported by :func:`check`).
-        _AnswerStopped: it did not return within :data:`TIME_LIMIT_S` seconds, or it called ``sys.exit()``.
-        _NotSolved: it returned ``...``, or its body is still the starter's ``...`` (only a docstring and
+        AnswerRaised: the reader's function raised an Exception (reported by :func:`check`).
+        AnswerStopped: it did not return within :data:`TIME_LIMIT_S` seconds, or it called ``sys.exit()``.
+        NotSolved: it returned ``...``, or its body is still the starter's ``...`` (only a docstring and
             ``...``); :func:`check` prints ⏳.
         AssertionError: it returned None from a body that does something (a forgotten ``return``).
         TypeError: ``copy_args`` is True and an argument cannot be deep-copied (a bug of the checker).
@@ -292,7 +326,7 @@ def _call(fn: Callable[..., Any], *args: Any, copy_args: bool = True) -> Any:
             args = copy.deepcopy(args)
         except Exception as err:  # a checker's bug (an object deepcopy cannot copy), found by its tests
             raise TypeError(
-                f"_call could not deep-copy the arguments ({type(err).__name__}: {err}); make fresh ones for "
+                f"call_answer could not deep-copy the arguments ({type(err).__name__}: {err}); make fresh ones for "
                 "this call and pass copy_args=False"
             ) from err
     limit = TIME_LIMIT_S
@@ -304,19 +338,19 @@ def _call(fn: Callable[..., Any], *args: Any, copy_args: bool = True) -> Any:
         raise _timed_out(limit) from None
     except SystemExit as err:
         code = f": {err}" if str(err) else ""
-        raise _AnswerStopped(
+        raise AnswerStopped(
             f"your function called sys.exit() (SystemExit{code}); return the result instead: "
             "sys.exit() would stop the notebook"
         ) from None
     except Exception as err:  # broad on purpose: any error of the reader's code is reported, not raised
         if timer.fired:  # the reader's code caught the time-out and raised something else
             raise _timed_out(limit) from None
-        raise _AnswerRaised(err) from err
+        raise AnswerRaised(err) from err
     if timer.fired:  # the reader's code caught the time-out (a bare `except:`) and returned
         raise _timed_out(limit)
     if result is Ellipsis or (result is None and _is_placeholder(fn)):
         name = getattr(fn, "__name__", "")
-        raise _NotSolved(name if name.isidentifier() else "your function")
+        raise NotSolved(name if name.isidentifier() else "your function")
     if result is None:
         raise AssertionError(f"your function returned {result!r} — did you forget the `return` statement?")
     return result
@@ -327,8 +361,17 @@ def _call(fn: Callable[..., Any], *args: Any, copy_args: bool = True) -> Any:
 # --------------------------------------------------------------------------------------------
 
 
-def _fmt(values: Any, digits: int = 5, max_items: int = 8) -> str:
-    """A short readable vector: ``[0.84147, 0.54030, ...]`` (first ``max_items`` entries)."""
+def fmt(values: Any, digits: int = 5, max_items: int = 8) -> str:
+    """A short readable vector for a checker's message: ``[0.84147, 0.54030, ...]``.
+
+    Args:
+        values: numbers of any shape (a list, numpy array or tensor on the CPU), read flattened.
+        digits: digits after the decimal point.
+        max_items: how many values to write; more are summed up as ``… (n values)``.
+
+    Returns:
+        The text, in square brackets.
+    """
     flat = np.asarray(values, dtype=float).ravel()
     items = [f"{v:.{digits}f}" for v in flat[:max_items]]
     if flat.size > max_items:
@@ -336,8 +379,19 @@ def _fmt(values: Any, digits: int = 5, max_items: int = 8) -> str:
     return "[" + ", ".join(items) + "]"
 
 
-def _as_array(x: Any, what: str) -> np.ndarray:
-    """A float64 numpy array from a list, tuple, numpy array or tensor; AssertionError otherwise."""
+def as_array(x: Any, what: str) -> np.ndarray:
+    """The reader's answer as a float64 numpy array (from a list, tuple, numpy array or tensor).
+
+    Args:
+        x: the answer.
+        what: what it is, for the message, e.g. ``"pe_row(1, 8)"``.
+
+    Returns:
+        The array (a tensor is detached and copied to the CPU).
+
+    Raises:
+        AssertionError: ``x`` is not numbers (the message names ``what`` and the type it got).
+    """
     if isinstance(x, torch.Tensor):
         return x.detach().cpu().double().numpy()
     try:
@@ -348,8 +402,19 @@ def _as_array(x: Any, what: str) -> np.ndarray:
         ) from None
 
 
-def _as_number(x: Any, what: str) -> float:
-    """A float from a Python number, a numpy scalar or a one-element tensor/array; AssertionError otherwise."""
+def as_number(x: Any, what: str) -> float:
+    """The reader's answer as a float (from a Python number, a numpy scalar or a one-element tensor or array).
+
+    Args:
+        x: the answer.
+        what: what it is, for the message.
+
+    Returns:
+        The number.
+
+    Raises:
+        AssertionError: ``x`` is a bool or not a single number (the message names ``what``).
+    """
     if isinstance(x, bool):
         raise AssertionError(f"{what} should be a number, got {x!r}")
     if isinstance(x, numbers.Real):
@@ -361,13 +426,32 @@ def _as_number(x: Any, what: str) -> float:
     raise AssertionError(f"{what} should be a single number, got {type(x).__name__}")
 
 
-def _require_callable(answer: Any, signature: str) -> None:
+def require_callable(answer: Any, signature: str) -> None:
+    """Check that the reader's answer is a function before a checker calls it.
+
+    Args:
+        answer: the answer.
+        signature: the function the exercise asks for, for the message, e.g. ``"pe_row(pos, d_model)"``.
+
+    Raises:
+        AssertionError: ``answer`` is not callable (the message names ``signature`` and what it got).
+    """
     if not callable(answer):
         raise AssertionError(f"expected a function {signature}, got {type(answer).__name__} {answer!r:.40}")
 
 
-def _diagnose(got: np.ndarray, variants: dict[str, np.ndarray], atol: float) -> str:
-    """' It looks like <mistake>.' when ``got`` equals one of the known wrong ``variants``, else ''."""
+def diagnose(got: np.ndarray, variants: dict[str, np.ndarray], atol: float) -> str:
+    """Name a known mistake: the hint a checker appends when the reader's result equals a known wrong result.
+
+    Args:
+        got: the reader's result.
+        variants: ``{mistake: its result}``, e.g. ``{"you used sin for every column": array}``; the first that
+            matches is named.
+        atol: the absolute tolerance of the comparison.
+
+    Returns:
+        ``" It looks like <mistake>."`` for the first variant of the same shape within ``atol``, else ``""``.
+    """
     for mistake, wrong in variants.items():
         if wrong.shape == got.shape and np.allclose(got, wrong, atol=atol, rtol=0.0):
             return f" It looks like {mistake}."

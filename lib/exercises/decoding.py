@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from ..decode import filter_top_k, filter_top_p, kv_cache_bytes
-from .core import _as_array, _as_number, _call, _diagnose, _fmt, _require_callable, exercise
+from .core import as_array, as_number, call_answer, diagnose, exercise, fmt, require_callable
 
 # This module only registers checkers (with @exercise, on import): it has no public names.
 __all__: list[str] = []
@@ -32,7 +32,7 @@ def _logits_cases() -> list[torch.Tensor]:
 
 
 def _filtered(got: Any, logits: torch.Tensor, what: str) -> np.ndarray:
-    arr = _as_array(got, what)
+    arr = as_array(got, what)
     if arr.shape != tuple(logits.shape):
         raise AssertionError(f"{what} has shape {arr.shape}; return a tensor shaped like logits, {tuple(logits.shape)}")
     return arr
@@ -53,13 +53,13 @@ def _kept_sets(arr: np.ndarray) -> list[list[int]]:
 )
 def _check_top_k(answer: Any) -> str | None:
     """``answer(logits, k)`` must equal :func:`lib.decode.filter_top_k` (rows of the last axis)."""
-    _require_callable(answer, "top_k_filter(logits, k)")
+    require_callable(answer, "top_k_filter(logits, k)")
     for logits in _logits_cases():
         vocab = logits.size(-1)
         for k in (1, 3, vocab):
             expected = filter_top_k(logits, k).double().numpy()
-            where = f"for logits {_fmt(logits, 2)} and k = {k}"
-            got = _filtered(_call(answer, logits.clone(), k), logits, f"top_k_filter (k = {k})")
+            where = f"for logits {fmt(logits, 2)} and k = {k}"
+            got = _filtered(call_answer(answer, logits.clone(), k), logits, f"top_k_filter (k = {k})")
             if np.array_equal(np.isfinite(got), np.isfinite(expected)) and np.allclose(
                 got[np.isfinite(got)], expected[np.isfinite(expected)], atol=1e-6
             ):
@@ -79,7 +79,7 @@ def _check_top_k(answer: Any) -> str | None:
                 hint = " You kept the k *smallest* logits."
             elif logits.dim() == 2 and any(len(s) != min(k, vocab) for s in _kept_sets(got)):
                 hint = " Each row must keep its own k largest values: work along the last axis (dim=-1)."
-            raise AssertionError(f"{where} you return {_fmt(got, 3, 10)}; expected {_fmt(expected, 3, 10)}.{hint}")
+            raise AssertionError(f"{where} you return {fmt(got, 3, 10)}; expected {fmt(expected, 3, 10)}.{hint}")
     return "k is fixed: a flat distribution loses as many tokens as a peaked one, which is what top-p changes."
 
 
@@ -93,12 +93,12 @@ def _check_top_k(answer: Any) -> str | None:
 )
 def _check_top_p(answer: Any) -> str | None:
     """``answer(logits, p)`` must equal :func:`lib.decode.filter_top_p` (the nucleus of Holtzman et al. 2020)."""
-    _require_callable(answer, "top_p_filter(logits, p)")
+    require_callable(answer, "top_p_filter(logits, p)")
     for logits in _logits_cases():
         for p in (0.05, 0.5, 0.9, 1.0):
             expected = filter_top_p(logits, p).double().numpy()
-            where = f"for logits {_fmt(logits, 2)} and p = {p}"
-            got = _filtered(_call(answer, logits.clone(), p), logits, f"top_p_filter (p = {p})")
+            where = f"for logits {fmt(logits, 2)} and p = {p}"
+            got = _filtered(call_answer(answer, logits.clone(), p), logits, f"top_p_filter (p = {p})")
             if np.array_equal(np.isfinite(got), np.isfinite(expected)) and np.allclose(
                 got[np.isfinite(got)], expected[np.isfinite(expected)], atol=1e-6
             ):
@@ -124,12 +124,12 @@ def _check_top_p(answer: Any) -> str | None:
                     logits.double().masked_fill(~(plain.cumsum(-1) - plain < p), float("-inf")).numpy()
                 ),
             }
-            hint = _diagnose(
+            hint = diagnose(
                 np.nan_to_num(got, neginf=-1e9), {k: np.nan_to_num(v, neginf=-1e9) for k, v in variants.items()}, 1e-6
             )
             if not hint and np.all(np.isfinite(got)) and p < 1:
                 hint = " Nothing was dropped: set the logits outside the nucleus to −inf."
-            raise AssertionError(f"{where} you return {_fmt(got, 3, 10)}; expected {_fmt(expected, 3, 10)}.{hint}")
+            raise AssertionError(f"{where} you return {fmt(got, 3, 10)}; expected {fmt(expected, 3, 10)}.{hint}")
     return (
         "the nucleus adapts: a peaked distribution keeps one or two tokens, a flat one many "
         "(Holtzman et al. 2020, §3.1)."
@@ -169,15 +169,15 @@ def _beam_reference(scores: torch.Tensor, logp: torch.Tensor, k: int) -> tuple[l
 )
 def _check_beam_step(answer: Any) -> str | None:
     """``answer(scores (K,), logp (K, V), k)`` must return the k best (beam, token) extensions, best first."""
-    _require_callable(answer, "beam_step(scores, logp, k)")
+    require_callable(answer, "beam_step(scores, logp, k)")
     for scores, logp, k in _beam_cases():
         parents, tokens, new_scores = _beam_reference(scores, logp, k)
-        where = f"for scores {_fmt(scores, 3)} and logp of shape {tuple(logp.shape)}"
-        got = _call(answer, scores.clone(), logp.clone(), k)
+        where = f"for scores {fmt(scores, 3)} and logp of shape {tuple(logp.shape)}"
+        got = call_answer(answer, scores.clone(), logp.clone(), k)
         if not (isinstance(got, (tuple, list)) and len(got) == 3):
             raise AssertionError(f"return a triple (parents, tokens, new_scores), got {type(got).__name__}")
-        g_par, g_tok = (np.rint(_as_array(x, "parents/tokens")).astype(int).ravel().tolist() for x in got[:2])
-        g_sc = _as_array(got[2], "new_scores").ravel()
+        g_par, g_tok = (np.rint(as_array(x, "parents/tokens")).astype(int).ravel().tolist() for x in got[:2])
+        g_sc = as_array(got[2], "new_scores").ravel()
         if g_par == parents and g_tok == tokens and np.allclose(g_sc, new_scores, atol=1e-5):
             continue
         vocab = logp.size(-1)
@@ -199,7 +199,7 @@ def _check_beam_step(answer: Any) -> str | None:
             )
         raise AssertionError(
             f"{where} you return parents {g_par}, tokens {g_tok}; expected parents {parents}, tokens {tokens} "
-            f"(scores {_fmt(new_scores, 3)}).{hint} (V = {vocab})"
+            f"(scores {fmt(new_scores, 3)}).{hint} (V = {vocab})"
         )
     return (
         "in the first case beam 0 takes two of the three places and beam 2 drops out although its best token "
@@ -223,10 +223,10 @@ _KV_CASES = [  # (num_layers, num_heads, d_model, seq_len, batch, bytes_per_valu
 )
 def _check_kv_bytes(answer: Any) -> str | None:
     """``answer(...)`` must equal :func:`lib.decode.kv_cache_bytes` with d_k = d_model / num_heads."""
-    _require_callable(answer, "kv_bytes(num_layers, num_heads, d_model, seq_len, batch, bytes_per_value)")
+    require_callable(answer, "kv_bytes(num_layers, num_heads, d_model, seq_len, batch, bytes_per_value)")
     for layers, heads, d_model, t, batch, nbytes in _KV_CASES:
         expected = kv_cache_bytes(layers, heads, d_model // heads, t, batch, nbytes)
-        got = _as_number(_call(answer, layers, heads, d_model, t, batch, nbytes), "kv_bytes(...)")
+        got = as_number(call_answer(answer, layers, heads, d_model, t, batch, nbytes), "kv_bytes(...)")
         if got == expected:
             continue
         where = (

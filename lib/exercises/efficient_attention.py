@@ -10,7 +10,7 @@ import torch
 
 from ..cost import peak_tensor_bytes
 from ..efficient import linear_attention_quadratic, performer_features, random_projection, sliding_window_mask
-from .core import _as_array, _as_number, _call, _diagnose, _fmt, _require_callable, exercise
+from .core import as_array, as_number, call_answer, diagnose, exercise, fmt, require_callable
 
 # This module only registers checkers (with @exercise, on import): it has no public names.
 __all__: list[str] = []
@@ -58,7 +58,7 @@ def _window_variants(n: int, w: int, causal: bool) -> dict[str, np.ndarray]:
 )
 def _check_window_mask(answer: Any) -> str | None:
     """``answer(seq_len, window, causal)`` must equal lib's sliding_window_mask (True = may attend)."""
-    _require_callable(answer, "window_mask(seq_len, window, causal)")
+    require_callable(answer, "window_mask(seq_len, window, causal)")
     for n, w, causal in [
         (8, 3, False),
         (6, 1, False),
@@ -69,16 +69,16 @@ def _check_window_mask(answer: Any) -> str | None:
         (9, 4, False),
     ]:
         expected = sliding_window_mask(n, w, causal=causal).numpy()
-        raw = _call(answer, n, w, causal)
-        got = _as_array(raw, f"window_mask({n}, {w}, {causal})")
+        raw = call_answer(answer, n, w, causal)
+        got = as_array(raw, f"window_mask({n}, {w}, {causal})")
         where = f"window_mask({n}, {w}, causal={causal})"
         if got.shape != expected.shape:
             raise AssertionError(f"{where} has shape {got.shape}; expected ({n}, {n})")
         if not np.isin(got, [0.0, 1.0]).all():
-            raise AssertionError(f"{where} holds values other than True/False: {_fmt(got[0])}")
+            raise AssertionError(f"{where} holds values other than True/False: {fmt(got[0])}")
         got = got.astype(bool)
         if not np.array_equal(got, expected):
-            hint = _diagnose(
+            hint = diagnose(
                 got.astype(float), {k: v.astype(float) for k, v in _window_variants(n, w, causal).items()}, atol=0.0
             )
             bad = int(np.argmax((got != expected).any(axis=1)))
@@ -111,10 +111,10 @@ def _reach(n: int, w: int, layers: int) -> int:
 )
 def _check_receptive_field(answer: Any) -> str | None:
     """``answer(seq_len, window, layers)`` = the largest |i − j| such that token j can affect token i's output."""
-    _require_callable(answer, "receptive_field(seq_len, window, layers)")
+    require_callable(answer, "receptive_field(seq_len, window, layers)")
     for n, w, layers in [(64, 2, 1), (64, 2, 3), (64, 4, 6), (100, 3, 12), (10, 4, 5), (40, 1, 39), (12, 20, 1)]:
         expected = _reach(n, w, layers)
-        value = _as_number(_call(answer, n, w, layers), f"receptive_field({n}, {w}, {layers})")
+        value = as_number(call_answer(answer, n, w, layers), f"receptive_field({n}, {w}, {layers})")
         if value == expected:
             continue
         wrong = [
@@ -184,27 +184,27 @@ def _softmax(s: np.ndarray) -> np.ndarray:
 )
 def _check_linear_attention(answer: Any) -> str | None:
     """Values against lib's quadratic form; then the peak tensor memory at n = 2048 must stay far below n²."""
-    _require_callable(answer, "linear_attention_head(phi_q, phi_k, v)")
+    require_callable(answer, "linear_attention_head(phi_q, phi_k, v)")
     gen = torch.Generator().manual_seed(0)
     for n_q, n_k, m, d_v in [(5, 5, 4, 3), (7, 3, 6, 2), (1, 9, 3, 4), (12, 12, 8, 8)]:
         fq = torch.rand(n_q, m, generator=gen, dtype=torch.float64) + 0.1  # positive features
         fk = torch.rand(n_k, m, generator=gen, dtype=torch.float64) + 0.1
         v = torch.randn(n_k, d_v, generator=gen, dtype=torch.float64)
         expected = linear_attention_quadratic(fq, fk, v, feature_map=_identity)[0].numpy()
-        got = _as_array(_call(answer, fq.clone(), fk.clone(), v.clone()), "linear_attention_head(phi_q, phi_k, v)")
+        got = as_array(call_answer(answer, fq.clone(), fk.clone(), v.clone()), "linear_attention_head(phi_q, phi_k, v)")
         where = f"for phi_q {tuple(fq.shape)}, phi_k {tuple(fk.shape)}, v {tuple(v.shape)}"
         if got.shape != expected.shape:
             raise AssertionError(f"{where} your output has shape {got.shape}; expected (n_q, d_v) = {expected.shape}")
         if not np.allclose(got, expected, rtol=1e-6, atol=1e-9):
-            hint = _diagnose(got, _linear_variants(fq.numpy(), fk.numpy(), v.numpy()), atol=1e-9)
-            raise AssertionError(f"{where} your row 0 is {_fmt(got[0])}; expected {_fmt(expected[0])}.{hint}")
+            hint = diagnose(got, _linear_variants(fq.numpy(), fk.numpy(), v.numpy()), atol=1e-9)
+            raise AssertionError(f"{where} your row 0 is {fmt(got[0])}; expected {fmt(expected[0])}.{hint}")
     n, m = 2048, 8
     fq = torch.rand(n, m, generator=gen) + 0.1
     fk = torch.rand(n, m, generator=gen) + 0.1
     v = torch.randn(n, m, generator=gen)
     with torch.no_grad():
         # fq, fk, v serve this one call: not copied, so that the measured peak is the answer's own tensors
-        peak = peak_tensor_bytes(lambda: _call(answer, fq, fk, v, copy_args=False))
+        peak = peak_tensor_bytes(lambda: call_answer(answer, fq, fk, v, copy_args=False))
     square = n * n * 4
     if peak >= square / 4:
         raise AssertionError(
@@ -248,13 +248,13 @@ def _feature_variants(x: np.ndarray, w: np.ndarray) -> dict[str, np.ndarray]:
 )
 def _check_performer_features(answer: Any) -> str | None:
     """``answer(x, w)`` with x ``(n, d)`` and w ``(m, d)`` must equal lib's performer_features."""
-    _require_callable(answer, "positive_features(x, w)")
+    require_callable(answer, "positive_features(x, w)")
     gen = torch.Generator().manual_seed(1)
     for n, d, m in [(3, 4, 8), (5, 2, 16), (1, 8, 3), (6, 3, 64)]:
         x = 0.5 * torch.randn(n, d, generator=gen, dtype=torch.float64)
         w = random_projection(m, d, seed=n + m, dtype=torch.float64)
         expected = performer_features(x, w).numpy()
-        got = _as_array(_call(answer, x.clone(), w.clone()), "positive_features(x, w)")
+        got = as_array(call_answer(answer, x.clone(), w.clone()), "positive_features(x, w)")
         where = f"for x of shape {tuple(x.shape)} and w of shape {tuple(w.shape)}"
         if got.shape != expected.shape:
             raise AssertionError(
@@ -264,10 +264,10 @@ def _check_performer_features(answer: Any) -> str | None:
         if not np.allclose(got, expected, rtol=1e-6, atol=1e-12):
             if (got < 0).any():
                 raise AssertionError(
-                    f"{where} some of your features are negative ({_fmt(got[0])}): FAVOR+ features "
+                    f"{where} some of your features are negative ({fmt(got[0])}): FAVOR+ features "
                     "are exponentials, always positive — that is what keeps the denominators safe "
                     "(sin/cos features are not)."
                 )
-            hint = _diagnose(got, _feature_variants(x.numpy(), w.numpy()), atol=1e-12)
-            raise AssertionError(f"{where} your row 0 is {_fmt(got[0])}; expected {_fmt(expected[0])}.{hint}")
+            hint = diagnose(got, _feature_variants(x.numpy(), w.numpy()), atol=1e-12)
+            raise AssertionError(f"{where} your row 0 is {fmt(got[0])}; expected {fmt(expected[0])}.{hint}")
     return "φ(x)·φ(y) is now an unbiased estimate of exp(xᵀy), and every feature is positive."

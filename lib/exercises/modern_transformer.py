@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from ..decode import kv_cache_bytes
 from ..positional import alibi_slopes, apply_rotary
-from .core import _as_array, _as_number, _call, _diagnose, _fmt, _require_callable, exercise
+from .core import as_array, as_number, call_answer, diagnose, exercise, fmt, require_callable
 
 # This module only registers checkers (with @exercise, on import): it has no public names.
 __all__: list[str] = []
@@ -60,7 +60,7 @@ def _rope_variants(x: np.ndarray, pos: int, base: float) -> dict[str, np.ndarray
 )
 def _check_rope_rotate(answer: Any) -> str | None:
     """``answer(x, pos, base)`` for one vector ``x (d,)`` must equal lib's apply_rotary at that position."""
-    _require_callable(answer, "rope_rotate(x, pos, base)")
+    require_callable(answer, "rope_rotate(x, pos, base)")
     gen = torch.Generator().manual_seed(0)
     for d, pos, base in [
         (2, 1, 10000.0),
@@ -72,13 +72,13 @@ def _check_rope_rotate(answer: Any) -> str | None:
     ]:
         x = torch.randn(d, generator=gen, dtype=torch.float64)
         expected = apply_rotary(x[None], torch.tensor([pos]), base)[0].numpy()
-        got = _as_array(_call(answer, x.clone(), pos, base), f"rope_rotate(x, {pos}, {base:g})")
+        got = as_array(call_answer(answer, x.clone(), pos, base), f"rope_rotate(x, {pos}, {base:g})")
         where = f"for d = {d}, pos = {pos}, base = {base:g}"
         if got.shape != expected.shape:
             raise AssertionError(f"{where} your output has shape {got.shape}; expected ({d},)")
         if not np.allclose(got, expected, atol=1e-5, rtol=1e-5):
-            hint = _diagnose(got, _rope_variants(x.numpy(), pos, base), atol=1e-5)
-            raise AssertionError(f"{where} you returned {_fmt(got)}; expected {_fmt(expected)}.{hint}")
+            hint = diagnose(got, _rope_variants(x.numpy(), pos, base), atol=1e-5)
+            raise AssertionError(f"{where} you returned {fmt(got)}; expected {fmt(expected)}.{hint}")
     return "Every pair turns by its own angle and keeps its length: ‖rope_rotate(x, m)‖ = ‖x‖ at every position."
 
 
@@ -112,15 +112,15 @@ def _slope_variants(n: int) -> dict[str, np.ndarray]:
 )
 def _check_alibi_slopes(answer: Any) -> str | None:
     """``answer(n)`` for n = 1, 2, 4, 8, 16 must equal lib's alibi_slopes(n)."""
-    _require_callable(answer, "alibi_slopes(n)")
+    require_callable(answer, "alibi_slopes(n)")
     for n in (8, 1, 2, 4, 16):
         expected = alibi_slopes(n).double().numpy()
-        got = _as_array(_call(answer, n), f"alibi_slopes({n})").reshape(-1)
+        got = as_array(call_answer(answer, n), f"alibi_slopes({n})").reshape(-1)
         if got.shape != expected.shape:
             raise AssertionError(f"alibi_slopes({n}) has {got.size} slopes; expected one per head, {n}")
         if not np.allclose(got, expected, rtol=1e-5, atol=0):
-            hint = _diagnose(got, _slope_variants(n), atol=1e-6)
-            raise AssertionError(f"alibi_slopes({n}) is {_fmt(got)}; expected {_fmt(expected)}.{hint}")
+            hint = diagnose(got, _slope_variants(n), atol=1e-6)
+            raise AssertionError(f"alibi_slopes({n}) is {fmt(got)}; expected {fmt(expected)}.{hint}")
     return "With 8 heads: 1/2, 1/4, …, 1/256 — head 0 looks only at its neighbours, the last head almost everywhere."
 
 
@@ -153,20 +153,20 @@ def _rms_variants(x: torch.Tensor, w: torch.Tensor, eps: float) -> dict[str, np.
 )
 def _check_rms_norm(answer: Any) -> str | None:
     """``answer(x, weight, eps)`` must equal torch's ``F.rms_norm`` over the last dimension."""
-    _require_callable(answer, "rms_norm(x, weight, eps)")
+    require_callable(answer, "rms_norm(x, weight, eps)")
     gen = torch.Generator().manual_seed(0)
     for shape, scale, eps in [((4,), 1.0, 1e-6), ((3, 8), 2.0, 1e-6), ((2, 3, 6), 1.0, 1e-5), ((2, 4), 0.01, 1e-2)]:
         x = torch.randn(*shape, generator=gen, dtype=torch.float64) * scale + 0.5 * scale
         w = torch.rand(shape[-1], generator=gen, dtype=torch.float64) + 0.5
         expected = F.rms_norm(x, (shape[-1],), w, eps).numpy()
-        got = _as_array(_call(answer, x.clone(), w.clone(), eps), f"rms_norm(x of shape {shape}, weight, {eps:g})")
+        got = as_array(call_answer(answer, x.clone(), w.clone(), eps), f"rms_norm(x of shape {shape}, weight, {eps:g})")
         where = f"for x of shape {shape} (entries about {scale:g}), eps = {eps:g}"
         if got.shape != expected.shape:
             raise AssertionError(f"{where} your output has shape {got.shape}; expected {expected.shape}")
         if not np.allclose(got, expected, rtol=1e-6, atol=1e-8):
-            hint = _diagnose(got, _rms_variants(x, w, eps), atol=1e-8)
+            hint = diagnose(got, _rms_variants(x, w, eps), atol=1e-8)
             flat_got, flat_exp = got.reshape(-1, shape[-1]), expected.reshape(-1, shape[-1])
-            raise AssertionError(f"{where} your first row is {_fmt(flat_got[0])}; expected {_fmt(flat_exp[0])}.{hint}")
+            raise AssertionError(f"{where} your first row is {fmt(flat_got[0])}; expected {fmt(flat_exp[0])}.{hint}")
     return "No mean, no bias: one statistic per position instead of two, the same result as torch.nn.RMSNorm."
 
 
@@ -182,7 +182,7 @@ def _check_rms_norm(answer: Any) -> str | None:
 )
 def _check_kv_cache(answer: Any) -> str | None:
     """``answer(num_layers, num_heads, num_kv_heads, d_model, seq_len, batch, bytes_per_value)`` in bytes."""
-    _require_callable(
+    require_callable(
         answer, "kv_cache_size(num_layers, num_heads, num_kv_heads, d_model, seq_len, batch, bytes_per_value)"
     )
     cases = [
@@ -196,7 +196,7 @@ def _check_kv_cache(answer: Any) -> str | None:
         d_k = d_model // heads
         expected = kv_cache_bytes(layers, kv_heads, d_k, t, batch, nbytes)
         args = (layers, heads, kv_heads, d_model, t, batch, nbytes)
-        value = _as_number(_call(answer, *args), f"kv_cache_size{args}")
+        value = as_number(call_answer(answer, *args), f"kv_cache_size{args}")
         if math.isclose(value, expected, rel_tol=1e-9):
             continue
         wrong = [

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ..attention import MultiHeadAttention
-from .core import _AnswerRaised, _as_array, _as_number, _call, _diagnose, _fmt, _require_callable, exercise
+from .core import AnswerRaised, as_array, as_number, call_answer, diagnose, exercise, fmt, require_callable
 
 # This module only registers checkers (with @exercise, on import): it has no public names.
 __all__: list[str] = []
@@ -48,12 +48,12 @@ def _split_heads_variants(x: torch.Tensor, num_heads: int) -> dict[str, np.ndarr
 )
 def _check_split_heads(answer: Any) -> str | None:
     """``answer(x, num_heads)`` must equal :meth:`MultiHeadAttention.split_heads`."""
-    _require_callable(answer, "split_heads(x, num_heads)")
+    require_callable(answer, "split_heads(x, num_heads)")
     gen = torch.Generator().manual_seed(0)
     for batch, seq, d_model, heads in [(1, 3, 8, 2), (2, 5, 8, 2), (2, 4, 12, 3), (1, 6, 16, 4), (3, 2, 6, 1)]:
         x = torch.randn(batch, seq, d_model, generator=gen)
         expected = MultiHeadAttention(d_model, heads).split_heads(x).double().numpy()
-        got = _as_array(_call(answer, x.clone(), heads), f"split_heads(x of shape {tuple(x.shape)}, {heads})")
+        got = as_array(call_answer(answer, x.clone(), heads), f"split_heads(x of shape {tuple(x.shape)}, {heads})")
         d_k = d_model // heads
         where = f"for x of shape {(batch, seq, d_model)} and num_heads={heads}"
         if got.shape != expected.shape:
@@ -68,9 +68,9 @@ def _check_split_heads(answer: Any) -> str | None:
                 f"{expected.shape}.{hint}"
             )
         if not np.allclose(got, expected, atol=1e-6, rtol=0.0):
-            hint = _diagnose(got, _split_heads_variants(x, heads), atol=1e-6)
+            hint = diagnose(got, _split_heads_variants(x, heads), atol=1e-6)
             raise AssertionError(
-                f"{where} your head 0, position 0 is {_fmt(got[0, 0, 0])}; expected {_fmt(expected[0, 0, 0])}.{hint}"
+                f"{where} your head 0, position 0 is {fmt(got[0, 0, 0])}; expected {fmt(expected[0, 0, 0])}.{hint}"
             )
     return (
         "Head i sees the features i·d_k … (i+1)·d_k − 1 of every token: the columns of W_i^Q inside "
@@ -90,12 +90,12 @@ def _check_split_heads(answer: Any) -> str | None:
 )
 def _check_d_k(answer: Any) -> str | None:
     """``answer(d_model, num_heads)`` must return d_model / num_heads and raise ValueError if not whole."""
-    _require_callable(answer, "d_k(d_model, num_heads)")
+    require_callable(answer, "d_k(d_model, num_heads)")
     # the paper's base model (the 'Genius on the left' post's slip), that post's worked example and encoder
     # walk-through,
     # the paper's big model, this book's model, a wide variant, one head
     configs = [(512, 8), (8, 2), (4, 2), (1024, 16), (128, 4), (256, 8), (64, 1)]
-    values = [_as_number(_call(answer, d, h), f"d_k({d}, {h})") for d, h in configs]
+    values = [as_number(call_answer(answer, d, h), f"d_k({d}, {h})") for d, h in configs]
     expected = [MultiHeadAttention(d, h).d_k for d, h in configs]
     if values != expected:
         wrong = [
@@ -116,8 +116,8 @@ def _check_d_k(answer: Any) -> str | None:
         raise AssertionError(f"d_k({d}, {h}) is {values[i]:g}; expected {expected[i]}.{hint}")
     for d_model, heads in [(512, 6), (10, 4)]:
         try:
-            value = _call(answer, d_model, heads)
-        except _AnswerRaised as err:
+            value = call_answer(answer, d_model, heads)
+        except AnswerRaised as err:
             if isinstance(err.original, ValueError):
                 continue
             raise AssertionError(
@@ -143,9 +143,9 @@ def _check_d_k(answer: Any) -> str | None:
 )
 def _check_num_parameters(answer: Any) -> str | None:
     """``answer(d_model, num_heads, bias)`` must equal the parameter count of lib's MultiHeadAttention."""
-    _require_callable(answer, "num_parameters(d_model, num_heads, bias)")
+    require_callable(answer, "num_parameters(d_model, num_heads, bias)")
     configs = [(512, 8, True), (512, 8, False), (8, 2, True), (128, 4, True), (64, 1, True), (96, 12, False)]
-    values = [_as_number(_call(answer, d, h, b), f"num_parameters({d}, {h}, {b})") for d, h, b in configs]
+    values = [as_number(call_answer(answer, d, h, b), f"num_parameters({d}, {h}, {b})") for d, h, b in configs]
     expected = [sum(p.numel() for p in MultiHeadAttention(d, h, bias=b).parameters()) for d, h, b in configs]
     if values == expected:
         return (
@@ -217,14 +217,14 @@ def _mha_variants(x, w_q, w_k, w_v, w_o, heads) -> dict[str, np.ndarray]:
 )
 def _check_mha_einsum(answer: Any) -> str | None:
     """``answer(x (seq, d_model), w_q, w_k, w_v, w_o (d_model, d_model), num_heads)`` → (seq, d_model)."""
-    _require_callable(answer, "multihead(x, w_q, w_k, w_v, w_o, num_heads)")
+    require_callable(answer, "multihead(x, w_q, w_k, w_v, w_o, num_heads)")
     gen = torch.Generator().manual_seed(1)
     for seq, d_model, heads in [(3, 8, 2), (5, 16, 4), (4, 12, 3), (6, 8, 1), (2, 8, 8)]:
         x = torch.randn(seq, d_model, generator=gen, dtype=torch.float64)
         ws = [torch.randn(d_model, d_model, generator=gen, dtype=torch.float64) / math.sqrt(d_model) for _ in range(4)]
         expected = _mha_reference(x, *ws, heads).numpy()
-        got = _as_array(
-            _call(answer, x.clone(), *[w.clone() for w in ws], heads),
+        got = as_array(
+            call_answer(answer, x.clone(), *[w.clone() for w in ws], heads),
             f"multihead(x of shape {(seq, d_model)}, ..., {heads})",
         )
         where = f"for seq={seq}, d_model={d_model}, num_heads={heads}"
@@ -236,8 +236,8 @@ def _check_mha_einsum(answer: Any) -> str | None:
             variants = _mha_variants(x, *ws, heads)
             if heads == 1:  # one head: a missing split is not a mistake there
                 variants.pop("you computed one head over all d_model features; split Q, K and V into h heads first")
-            hint = _diagnose(got, variants, atol=1e-5)
-            raise AssertionError(f"{where} your row 0 is {_fmt(got[0])}; expected {_fmt(expected[0])}.{hint}")
+            hint = diagnose(got, variants, atol=1e-5)
+            raise AssertionError(f"{where} your row 0 is {fmt(got[0])}; expected {fmt(expected[0])}.{hint}")
     return (
         "Your einsum version equals lib's MultiHeadAttention: the concatenation followed by W^O is a sum "
         "over heads of head_i · W^O_i."

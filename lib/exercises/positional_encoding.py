@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ..positional import PositionalEncoding, sinusoidal_positional_encoding
-from .core import _as_array, _as_number, _call, _diagnose, _fmt, _require_callable, exercise
+from .core import as_array, as_number, call_answer, diagnose, exercise, fmt, require_callable
 
 # This module only registers checkers (with @exercise, on import): it has no public names.
 __all__: list[str] = []
@@ -59,20 +59,20 @@ def _pe_row_variants(pos: int, d_model: int) -> dict[str, np.ndarray]:
 )
 def _check_pe_row(answer: Any) -> str | None:
     """``answer(pos, d_model)`` must return the d_model values PE(pos, 0 .. d_model-1)."""
-    _require_callable(answer, "pe_row(pos, d_model)")
+    require_callable(answer, "pe_row(pos, d_model)")
     # The 'Genius on the left' post's worked row first, then pos = 0 (the [0, 1, 0, 1, ...] edge), then wider tables.
     for pos, d_model in [(1, 8), (0, 8), (3, 8), (7, 4), (1, 2), (25, 128), (49, 128)]:
         expected = sinusoidal_positional_encoding(pos + 1, d_model)[pos].double().numpy()
-        got = _as_array(_call(answer, pos, d_model), f"pe_row({pos}, {d_model})").ravel()
+        got = as_array(call_answer(answer, pos, d_model), f"pe_row({pos}, {d_model})").ravel()
         if got.shape != expected.shape:
             raise AssertionError(
                 f"for pos={pos}, d_model={d_model} your row has {got.size} values; expected d_model = "
                 f"{d_model} (one per dimension)"
             )
         if not np.allclose(got, expected, atol=1e-5, rtol=0.0):
-            hint = _diagnose(got, _pe_row_variants(pos, d_model), atol=1e-5)
+            hint = diagnose(got, _pe_row_variants(pos, d_model), atol=1e-5)
             raise AssertionError(
-                f"for pos={pos}, d_model={d_model} your row is {_fmt(got)}; expected {_fmt(expected)}.{hint}"
+                f"for pos={pos}, d_model={d_model} your row is {fmt(got)}; expected {fmt(expected)}.{hint}"
             )
     return "Row 1 for d_model = 8 is the 'Genius on the left' post's [0.84147, 0.54030, 0.09983, 0.99500, ...]."
 
@@ -84,11 +84,11 @@ def _check_pe_row(answer: Any) -> str | None:
 )
 def _check_pe_norm(answer: Any) -> str | None:
     """``answer(d_model)`` must return ||PE(pos)||₂ = √(d_model / 2), measured on lib's table."""
-    _require_callable(answer, "pe_norm(d_model)")
+    require_callable(answer, "pe_norm(d_model)")
     for d_model in (512, 8, 2, 128, 1000):
         norms = sinusoidal_positional_encoding(200, d_model).double().norm(dim=1)  # one per position
         expected = float(norms.mean())
-        value = _as_number(_call(answer, d_model), f"pe_norm({d_model})")
+        value = as_number(call_answer(answer, d_model), f"pe_norm({d_model})")
         if math.isclose(value, expected, rel_tol=1e-4):
             continue
         wrong = {
@@ -128,9 +128,9 @@ def _shift_matrix(k: int, d_model: int) -> np.ndarray:
 )
 def _check_pe_shift_matrix(answer: Any) -> str | None:
     """``answer(k, d_model)`` must return a (d_model, d_model) M_k that shifts every row of PE by k."""
-    _require_callable(answer, "shift_matrix(k, d_model)")
+    require_callable(answer, "shift_matrix(k, d_model)")
     for k, d_model in [(1, 8), (3, 8), (0, 8), (5, 16), (-2, 8), (17, 32)]:
-        m = _as_array(_call(answer, k, d_model), f"shift_matrix({k}, {d_model})")
+        m = as_array(call_answer(answer, k, d_model), f"shift_matrix({k}, {d_model})")
         if m.shape != (d_model, d_model):
             raise AssertionError(f"shift_matrix({k}, {d_model}) has shape {m.shape}; expected ({d_model}, {d_model})")
         pe = sinusoidal_positional_encoding(300, d_model).double().numpy()  # (300, d_model)
@@ -152,8 +152,8 @@ def _check_pe_shift_matrix(answer: Any) -> str | None:
             elif np.allclose(np.diag(m), np.diag(_shift_matrix(k, d_model)), atol=1e-4):
                 hint = " The diagonal (the cos terms) is right; look at the sin terms beside it."
             raise AssertionError(
-                f"for k={k}, d_model={d_model}: M_k · PE({p}) = {_fmt(shifted[first])}; "
-                f"expected PE({p + k}) = {_fmt(pe[p + k])}.{hint}"
+                f"for k={k}, d_model={d_model}: M_k · PE({p}) = {fmt(shifted[first])}; "
+                f"expected PE({p + k}) = {fmt(pe[p + k])}.{hint}"
             )
     return (
         "M_k depends on the offset k only, never on pos: a rotation by the angle k·ω_i in each "
@@ -182,23 +182,23 @@ def _encoder_input_variants(emb: torch.Tensor) -> dict[str, np.ndarray]:
 )
 def _check_encoder_input(answer: Any) -> str | None:
     """``answer(emb)`` must return emb·√d_model + PE[:seq], as the Transformer's embedding layer does."""
-    _require_callable(answer, "encoder_input(emb)")
+    require_callable(answer, "encoder_input(emb)")
     gen = torch.Generator().manual_seed(0)
     for batch, seq, d_model in [(1, 4, 8), (2, 5, 32), (3, 1, 16)]:
         emb = torch.randn(batch, seq, d_model, generator=gen) * d_model**-0.5
         with torch.no_grad():
             expected = PositionalEncoding(d_model, max_len=seq)(emb * math.sqrt(d_model)).double().numpy()
-        got = _as_array(_call(answer, emb.clone()), f"encoder_input of a {tuple(emb.shape)} tensor")
+        got = as_array(call_answer(answer, emb.clone()), f"encoder_input of a {tuple(emb.shape)} tensor")
         if got.shape != expected.shape:
             raise AssertionError(
                 f"for emb of shape {tuple(emb.shape)} your output has shape {got.shape}; expected "
                 f"{expected.shape} (the same shape as emb)"
             )
         if not np.allclose(got, expected, atol=1e-4, rtol=1e-5):
-            hint = _diagnose(got, _encoder_input_variants(emb), atol=1e-4)
+            hint = diagnose(got, _encoder_input_variants(emb), atol=1e-4)
             raise AssertionError(
-                f"for emb of shape {tuple(emb.shape)} your first row is {_fmt(got[0, 0])}; expected "
-                f"{_fmt(expected[0, 0])}.{hint}"
+                f"for emb of shape {tuple(emb.shape)} your first row is {fmt(got[0, 0])}; expected "
+                f"{fmt(expected[0, 0])}.{hint}"
             )
     return (
         "With embeddings initialised at std d_model^-0.5, the scaled embedding and PE both have "

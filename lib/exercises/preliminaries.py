@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .core import _AnswerRaised, _as_array, _call, _diagnose, _fmt, _require_callable, exercise
+from .core import AnswerRaised, as_array, call_answer, diagnose, exercise, fmt, require_callable
 
 # This module only registers checkers (with @exercise, on import): it has no public names.
 __all__: list[str] = []
@@ -27,10 +27,10 @@ _SEED_Z = [0.5, 0.8, 0.6]
 
 
 def _quiet_call(fn: Any, *args: Any) -> Any:
-    """:func:`_call` without numpy's overflow/invalid RuntimeWarnings (a naive softmax must print one ❌ line)."""
+    """:func:`call_answer` without numpy's overflow/invalid RuntimeWarnings (a naive softmax must print one ❌ line)."""
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return _call(fn, *args)
+        return call_answer(fn, *args)
 
 
 def _softmax64(z: Any) -> np.ndarray:
@@ -50,7 +50,7 @@ def _softmax64(z: Any) -> np.ndarray:
 )
 def _check_matvec(answer: Any) -> str | None:
     """``answer(W, x)`` (lists of floats) must return the m values of W·x and raise ValueError on a size mismatch."""
-    _require_callable(answer, "matvec(W, x)")
+    require_callable(answer, "matvec(W, x)")
     gen = np.random.default_rng(0)
     cases = [
         (_SEED_W, _SEED_X1),  # the 'Genius on the left' post: [0.82, 1.07]
@@ -62,7 +62,7 @@ def _check_matvec(answer: Any) -> str | None:
         expected = np.asarray(w) @ np.asarray(x)
         m, n = len(w), len(w[0])
         where = f"for W of shape ({m}, {n}) and x = {x}"
-        got = _as_array(_call(answer, [row[:] for row in w], list(x)), f"matvec(W, x) {where}")
+        got = as_array(call_answer(answer, [row[:] for row in w], list(x)), f"matvec(W, x) {where}")
         if got.size != m:
             hint = ""
             if got.size == m * n:
@@ -74,14 +74,14 @@ def _check_matvec(answer: Any) -> str | None:
         got = got.ravel()
         if not np.allclose(got, expected, atol=1e-9, rtol=1e-9):
             raise AssertionError(
-                f"{where} your result is {_fmt(got)}; expected {_fmt(expected)}. Entry i is the dot product of "
+                f"{where} your result is {fmt(got)}; expected {fmt(expected)}. Entry i is the dot product of "
                 f"row i of W with x: the sum over j of W[i][j]·x[j]."
             )
     # (m × n)·(n × 1) needs the same n: the 'Genius on the left' post says the product cannot be computed otherwise.
     for w, x in [(_SEED_W, [1.0, 0.1, 0.2]), (_SEED_W, [1.0, 0.1, 0.2, 0.3, 0.4])]:
         try:
-            value = _call(answer, [row[:] for row in w], list(x))
-        except _AnswerRaised as err:
+            value = call_answer(answer, [row[:] for row in w], list(x))
+        except AnswerRaised as err:
             if isinstance(err.original, ValueError):
                 continue
             raise AssertionError(
@@ -89,7 +89,7 @@ def _check_matvec(answer: Any) -> str | None:
                 f"{type(err.original).__name__}; expected a ValueError that says the sizes differ"
             ) from None
         try:
-            shown = _fmt(value)
+            shown = fmt(value)
         except (TypeError, ValueError):
             shown = f"{value!r:.60}"
         raise AssertionError(
@@ -130,19 +130,19 @@ def _check_probabilities(
         for mistake, wrong in variants.items():  # a known mistake that also overflows
             if wrong.shape == got.shape and np.allclose(got, wrong, atol=1e-6, rtol=0.0, equal_nan=True):
                 raise AssertionError(
-                    f"{where} your result is {_fmt(got)}; expected {_fmt(expected)}. It looks like {mistake}."
+                    f"{where} your result is {fmt(got)}; expected {fmt(expected)}. It looks like {mistake}."
                 )
         if z.max() > 700:
             why = f"exp({z.max():g}) overflows to inf (the largest float64 is about exp(709.78)), and inf / inf is nan"
         else:
             why = f"exp({z.max():g}) underflows to 0 for every score, and 0 / 0 is nan"
         raise AssertionError(
-            f"{where} your result is {_fmt(got)}: {why}. Subtract max(z) before exp; softmax does not change "
+            f"{where} your result is {fmt(got)}: {why}. Subtract max(z) before exp; softmax does not change "
             f"when the same number is subtracted from every score."
         )
     if not np.allclose(got, expected, atol=1e-6, rtol=1e-6):
-        hint = _diagnose(got, variants, atol=1e-6)
-        raise AssertionError(f"{where} your result is {_fmt(got)}; expected {_fmt(expected)}.{hint}")
+        hint = diagnose(got, variants, atol=1e-6)
+        raise AssertionError(f"{where} your result is {fmt(got)}; expected {fmt(expected)}.{hint}")
 
 
 @exercise(
@@ -152,7 +152,7 @@ def _check_probabilities(
 )
 def _check_softmax_stable(answer: Any) -> str | None:
     """``answer(z)`` must return softmax(z) for ordinary, huge, hugely negative and widely spread scores."""
-    _require_callable(answer, "softmax(z)")
+    require_callable(answer, "softmax(z)")
     cases = [
         _SEED_Z,  # the 'Genius on the left' post: [0.28943, 0.39069, 0.31987]
         [1000.0, 1001.0, 1002.0],  # exp overflows
@@ -164,7 +164,7 @@ def _check_softmax_stable(answer: Any) -> str | None:
     for values in cases:
         z = np.array(values)
         expected = _softmax64(z)
-        got = _as_array(_quiet_call(answer, z.copy()), f"softmax({values})").ravel()
+        got = as_array(_quiet_call(answer, z.copy()), f"softmax({values})").ravel()
         _check_probabilities(got, expected, f"for z = {values}", z, _softmax_variants(z))
     return (
         "softmax([0.5, 0.8, 0.6]) = [0.28943, 0.39069, 0.31987] (the 'Genius on the left' post), and "
@@ -184,11 +184,11 @@ def _check_softmax_stable(answer: Any) -> str | None:
 )
 def _check_softmax_temperature(answer: Any) -> str | None:
     """``answer(z, T)`` must return softmax(z / T), also for a tiny T where z / T is huge."""
-    _require_callable(answer, "softmax_t(z, T)")
+    require_callable(answer, "softmax_t(z, T)")
     z = np.array(_SEED_Z)
     for t in (1.0, 0.25, 4.0, 100.0, 0.001):
         expected = _softmax64(z / t)
-        got = _as_array(_quiet_call(answer, z.copy(), t), f"softmax_t({_SEED_Z}, {t})").ravel()
+        got = as_array(_quiet_call(answer, z.copy(), t), f"softmax_t({_SEED_Z}, {t})").ravel()
         variants = {
             "you multiplied the scores by T; divide them: softmax(z / T)": _softmax64(z * t),
             "your result does not depend on T: divide the scores by T before the softmax": _softmax64(z),
@@ -214,14 +214,14 @@ def _check_softmax_temperature(answer: Any) -> str | None:
 )
 def _check_one_hot(answer: Any) -> str | None:
     """``answer(ids, vocab_size)`` must return the one-hot rows of ``ids``; its product with a table picks rows."""
-    _require_callable(answer, "one_hot(ids, vocab_size)")
+    require_callable(answer, "one_hot(ids, vocab_size)")
     gen = torch.Generator().manual_seed(0)
     # the 'Genius on the left' post's sentence
     # 我 爱 机器 学习 as ids 0..3 (row 0 is its E1 = [1, 0, 0, 0]), repeats, a single id
     for ids, vocab_size in [([0, 1, 2, 3], 4), ([2, 0, 2], 5), ([7], 8), ([3, 3, 1, 0, 9], 10)]:
         expected = torch.nn.functional.one_hot(torch.tensor(ids), vocab_size).double().numpy()
         where = f"for ids = {ids} and vocab_size = {vocab_size}"
-        got = _as_array(_call(answer, list(ids), vocab_size), f"one_hot({ids}, {vocab_size})")
+        got = as_array(call_answer(answer, list(ids), vocab_size), f"one_hot({ids}, {vocab_size})")
         if got.shape != expected.shape:
             hint = ""
             if got.shape == expected.T.shape:
@@ -239,7 +239,7 @@ def _check_one_hot(answer: Any) -> str | None:
                 hint = " It looks like your ids start at 1; id i puts its 1 in column i, counting from 0."
             elif not np.isin(got, [0.0, 1.0]).all():
                 hint = " A one-hot matrix holds only 0s and one 1 per row."
-            raise AssertionError(f"{where} your first row is {_fmt(got[0])}; expected {_fmt(expected[0])}.{hint}")
+            raise AssertionError(f"{where} your first row is {fmt(got[0])}; expected {fmt(expected[0])}.{hint}")
         table = torch.randn(vocab_size, 3, generator=gen, dtype=torch.float64).numpy()
         if not np.allclose(got @ table, table[ids]):  # guaranteed by the equality above; stated for the reader
             raise AssertionError(f"{where} one_hot(ids) @ table differs from table[ids]")

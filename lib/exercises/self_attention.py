@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ..attention import causal_mask, scaled_dot_product_attention
-from .core import _as_array, _as_number, _call, _diagnose, _fmt, _require_callable, exercise
+from .core import as_array, as_number, call_answer, diagnose, exercise, fmt, require_callable
 
 # This module only registers checkers (with @exercise, on import): it has no public names.
 __all__: list[str] = []
@@ -67,7 +67,7 @@ def _attention_variants(x_q, x_kv, w_q, w_k, w_v) -> dict[str, np.ndarray]:
 )
 def _check_cross_attention(answer: Any) -> str | None:
     """``answer(x_q, x_kv, w_q, w_k, w_v)`` must equal scaled_dot_product_attention(x_q W^Q, x_kv W^K, x_kv W^V)."""
-    _require_callable(answer, "attention(x_q, x_kv, w_q, w_k, w_v)")
+    require_callable(answer, "attention(x_q, x_kv, w_q, w_k, w_v)")
     rng = np.random.default_rng(0)
     # self-attention first (x_q = x_kv: the chapter's 4 tokens, d_model = d_k = d_v = 4), then two sequences
     # of different lengths with d_model, d_k and d_v all different, then a single query
@@ -83,22 +83,22 @@ def _check_cross_attention(answer: Any) -> str | None:
         w_q, w_k, w_v = (rng.standard_normal((d_model, d)) / math.sqrt(d_model) for d in (d_k, d_k, d_v))
         q, k, v = (torch.from_numpy(x @ w) for x, w in ((x_q, w_q), (x_kv, w_k), (x_kv, w_v)))
         expected = scaled_dot_product_attention(q, k, v)[0].numpy()
-        got = _as_array(
-            _call(answer, x_q.copy(), x_kv.copy(), w_q.copy(), w_k.copy(), w_v.copy()),
+        got = as_array(
+            call_answer(answer, x_q.copy(), x_kv.copy(), w_q.copy(), w_k.copy(), w_v.copy()),
             "attention(x_q, x_kv, w_q, w_k, w_v)",
         )
         where = f"for x_q of shape {x_q.shape}, x_kv of shape {x_kv.shape} (seq, d_model), d_k = {d_k}, d_v = {d_v}"
         variants = _attention_variants(x_q, x_kv, w_q, w_k, w_v)
         if got.shape != expected.shape:
-            hint = _diagnose(got, variants, atol=1e-6)
+            hint = diagnose(got, variants, atol=1e-6)
             if not hint and got.shape == (seq_q, seq_k):
                 hint = " That is (seq_q, seq_k), the shape of the weights: multiply them by V."
             raise AssertionError(
                 f"{where} your output has shape {got.shape}; expected (seq_q, d_v) = {expected.shape}.{hint}"
             )
         if not np.allclose(got, expected, atol=1e-6, rtol=1e-6):
-            hint = _diagnose(got, variants, atol=1e-6)
-            raise AssertionError(f"{where} your row 0 is {_fmt(got[0])}; expected {_fmt(expected[0])}.{hint}")
+            hint = diagnose(got, variants, atol=1e-6)
+            raise AssertionError(f"{where} your row 0 is {fmt(got[0])}; expected {fmt(expected[0])}.{hint}")
     return (
         "Self-attention is the case x_q = x_kv; with x_q from the decoder and x_kv from the encoder it is "
         "the Transformer's cross-attention."
@@ -133,7 +133,7 @@ def _causal_variants(scores: np.ndarray) -> dict[str, np.ndarray]:
 )
 def _check_causal_weights(answer: Any) -> str | None:
     """``answer(scores)`` must equal lib's weights with causal_mask(n) (scores given already scaled)."""
-    _require_callable(answer, "causal_weights(scores)")
+    require_callable(answer, "causal_weights(scores)")
     rng = np.random.default_rng(1)
     cases = [
         rng.standard_normal((4, 4)),
@@ -149,7 +149,7 @@ def _check_causal_weights(answer: Any) -> str | None:
         expected = scaled_dot_product_attention(torch.from_numpy(scores) * math.sqrt(n), eye, eye, mask=causal_mask(n))[
             1
         ].numpy()
-        got = _as_array(_call(answer, scores.copy()), f"causal_weights(scores of shape {scores.shape})")
+        got = as_array(call_answer(answer, scores.copy()), f"causal_weights(scores of shape {scores.shape})")
         where = f"for scores of shape {scores.shape}"
         if got.shape != expected.shape:
             raise AssertionError(f"{where} your weights have shape {got.shape}; expected {expected.shape}")
@@ -162,13 +162,13 @@ def _check_causal_weights(answer: Any) -> str | None:
                 else " A row with every key masked gives 0/0: row 0 must still see key 0 (a token may attend "
                 "to itself), so the diagonal stays unmasked."
             )
-            raise AssertionError(f"{where} your row {row} is {_fmt(got[row])}, not finite.{hint}")
+            raise AssertionError(f"{where} your row {row} is {fmt(got[row])}, not finite.{hint}")
         if not np.allclose(got, expected, atol=1e-6, rtol=0.0):
-            hint = _diagnose(got, _causal_variants(scores), atol=1e-6)
+            hint = diagnose(got, _causal_variants(scores), atol=1e-6)
             if not hint and np.allclose(got[0, 0], 0.0):
                 hint = " Row 0 puts no weight on key 0: the diagonal (a token attending to itself) is allowed."
             bad = int(np.argmax(np.abs(got - expected).max(axis=1) > 1e-6))
-            raise AssertionError(f"{where} your row {bad} is {_fmt(got[bad])}; expected {_fmt(expected[bad])}.{hint}")
+            raise AssertionError(f"{where} your row {bad} is {fmt(got[bad])}; expected {fmt(expected[bad])}.{hint}")
     return "Row 0 can only look at itself (weight 1); every row sums to 1 over the keys it may see."
 
 
@@ -184,7 +184,7 @@ def _check_causal_weights(answer: Any) -> str | None:
 )
 def _check_score_std(answer: Any) -> str | None:
     """``answer(d_k, sigma_q, sigma_k, scaled)`` must return σ_q σ_k √d_k, or σ_q σ_k when scaled."""
-    _require_callable(answer, "score_std(d_k, sigma_q, sigma_k, scaled)")
+    require_callable(answer, "score_std(d_k, sigma_q, sigma_k, scaled)")
     cases = [
         (64, 1.0, 1.0, False),
         (64, 1.0, 1.0, True),
@@ -197,7 +197,7 @@ def _check_score_std(answer: Any) -> str | None:
     ]
     for d_k, sq, sk, scaled in cases:
         expected = sq * sk * (1.0 if scaled else math.sqrt(d_k))
-        value = _as_number(_call(answer, d_k, sq, sk, scaled), f"score_std({d_k}, {sq}, {sk}, {scaled})")
+        value = as_number(call_answer(answer, d_k, sq, sk, scaled), f"score_std({d_k}, {sq}, {sk}, {scaled})")
         if math.isclose(value, expected, rel_tol=1e-6):
             continue
         sqrt = math.sqrt(d_k)
@@ -250,7 +250,7 @@ def _max_n(memory: int, batch: int, heads: int, itemsize: int) -> int:
 )
 def _check_max_seq_len(answer: Any) -> str | None:
     """``answer(memory_bytes, batch, heads, bytes_per_element)`` = the largest n with batch·heads·n²·bytes ≤ memory."""
-    _require_callable(answer, "max_seq_len(memory_bytes, batch, heads, bytes_per_element)")
+    require_callable(answer, "max_seq_len(memory_bytes, batch, heads, bytes_per_element)")
     cases = [
         (16 * 2**30, 1, 8, 4),
         (2**30, 1, 4, 4),
@@ -263,7 +263,7 @@ def _check_max_seq_len(answer: Any) -> str | None:
     for memory, batch, heads, itemsize in cases:
         expected = _max_n(memory, batch, heads, itemsize)
         call = f"max_seq_len({memory}, {batch}, {heads}, {itemsize})"
-        value = _as_number(_call(answer, memory, batch, heads, itemsize), call)
+        value = as_number(call_answer(answer, memory, batch, heads, itemsize), call)
         if value == expected:
             continue
         wrong = [
@@ -306,10 +306,10 @@ def _check_max_seq_len(answer: Any) -> str | None:
 )
 def _check_lookup_scale(answer: Any) -> str | None:
     """``answer(n, p)`` = ln(p (n − 1) / (1 − p)): the weight e^β / (e^β + n − 1) then equals p."""
-    _require_callable(answer, "lookup_scale(n, p)")
+    require_callable(answer, "lookup_scale(n, p)")
     for n, p in [(4, 0.99), (32, 0.5), (2, 0.9), (1000, 0.999), (8, 0.75)]:
         expected = math.log(p * (n - 1) / (1 - p))
-        value = _as_number(_call(answer, n, p), f"lookup_scale({n}, {p})")
+        value = as_number(call_answer(answer, n, p), f"lookup_scale({n}, {p})")
         if math.isclose(value, expected, rel_tol=1e-6, abs_tol=1e-9):
             continue
         weight = math.exp(value) / (math.exp(value) + n - 1) if value < 700 else 1.0

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from ..seq2seq import Seq2Seq
-from .core import _as_array, _as_number, _call, _fmt, _require_callable, exercise
+from .core import as_array, as_number, call_answer, exercise, fmt, require_callable
 
 # This module only registers checkers (with @exercise, on import): it has no public names.
 __all__: list[str] = []
@@ -80,13 +80,13 @@ def _summary_hint(got: np.ndarray, memory: torch.Tensor, mask: torch.Tensor) -> 
 )
 def _check_summary(answer: Any) -> str | None:
     """``answer(memory, mask)`` must equal :meth:`Seq2Seq.summary` on padded batches."""
-    _require_callable(answer, "summary(memory, mask)")
+    require_callable(answer, "summary(memory, mask)")
     # the first case has no full-length row, so reading a padded position gives zeros instead of an IndexError
     for lengths, width, d_hidden, seed in [([4, 2, 1], 6, 8, 0), ([5, 3, 5, 1], 5, 6, 1), ([1], 1, 4, 2)]:
         memory, mask = _padded_states(lengths, width, d_hidden, seed)
         expected = Seq2Seq.summary(memory, mask).numpy()
         where = f"for sentences of lengths {lengths} padded to {width} tokens, d_hidden = {d_hidden}"
-        got = _as_array(_call(answer, memory.clone(), mask.clone()), f"summary(memory, mask) {where}")
+        got = as_array(call_answer(answer, memory.clone(), mask.clone()), f"summary(memory, mask) {where}")
         if got.shape != expected.shape:
             raise AssertionError(
                 f"{where} your result has shape {got.shape}; expected (batch, d_hidden) = "
@@ -95,8 +95,8 @@ def _check_summary(answer: Any) -> str | None:
         if not np.allclose(got, expected, atol=1e-9):
             bad = int(np.argmax(np.abs(got - expected).max(axis=1)))
             raise AssertionError(
-                f"{where} your vector for sentence {bad} (length {lengths[bad]}) is {_fmt(got[bad])}; expected "
-                f"{_fmt(expected[bad])}.{_summary_hint(got, memory, mask)}"
+                f"{where} your vector for sentence {bad} (length {lengths[bad]}) is {fmt(got[bad])}; expected "
+                f"{fmt(expected[bad])}.{_summary_hint(got, memory, mask)}"
             )
     return (
         "c = [→h_last; ←h_1] has d_hidden numbers for a sentence of 1 token and of 100: that fixed size is "
@@ -148,14 +148,14 @@ _PATH_MISTAKES = [
 )
 def _check_path_length(answer: Any) -> str | None:
     """``answer(m, j, i, every_step)`` must count the applications of E and D between x_j and y_i (1-based)."""
-    _require_callable(answer, "path_length(m, j, i, every_step)")
+    require_callable(answer, "path_length(m, j, i, every_step)")
     cases = [
         (m, j, i, e)
         for e in (False, True)
         for m, j, i in [(5, 1, 1), (5, 5, 3), (5, 2, 1), (1, 1, 1), (30, 1, 30), (30, 30, 1), (12, 7, 4)]
     ]
     got = {
-        case: _as_number(_call(answer, *case), "path_length(m={}, j={}, i={}, every_step={})".format(*case))
+        case: as_number(call_answer(answer, *case), "path_length(m={}, j={}, i={}, every_step={})".format(*case))
         for case in cases
     }
     wrong = [case for case in cases if got[case] != _path_length(*case)]
@@ -190,14 +190,14 @@ def _max_symbols(bits: float, num_symbols: int) -> int:
 )
 def _check_capacity(answer: Any) -> str | None:
     """``answer(bits, num_symbols)`` must return floor(bits / log2(num_symbols))."""
-    _require_callable(answer, "max_symbols(bits, num_symbols)")
+    require_callable(answer, "max_symbols(bits, num_symbols)")
     # 20 bits: about what the chapter's fixed vector delivers; 4096 bits: 128 float32 numbers;
     # 8000: Multi30k's vocabulary
     cases = [(20, 20), (4096, 20), (64, 26), (1000, 8000), (100, 2), (3, 20), (1, 2)]
     for bits, v in cases:
         expected = _max_symbols(bits, v)
         call = f"max_symbols({bits}, {v})"
-        got = _as_number(_call(answer, bits, v), call)
+        got = as_number(call_answer(answer, bits, v), call)
         if got == expected:
             continue
         exact = bits / math.log2(v)

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from ..attention import causal_mask
 from ..training import noam_lr
 from ..transformer import Transformer, TransformerConfig
-from .core import _as_array, _as_number, _call, _diagnose, _fmt, _require_callable, exercise
+from .core import as_array, as_number, call_answer, diagnose, exercise, fmt, require_callable
 
 # This module only registers checkers (with @exercise, on import): it has no public names.
 __all__: list[str] = []
@@ -65,10 +65,10 @@ def _layer_norm_variants(x: torch.Tensor) -> dict[str, np.ndarray]:
 )
 def _check_layer_norm(answer: Any) -> str | None:
     """``answer(x)`` must equal ``F.layer_norm(x, x.shape[-1:], eps=1e-5)`` (γ = 1, β = 0)."""
-    _require_callable(answer, "layer_norm(x)")
+    require_callable(answer, "layer_norm(x)")
     for x in _layer_norm_inputs():
         expected = F.layer_norm(x, x.shape[-1:], eps=1e-5).double().numpy()
-        got = _as_array(_call(answer, x.clone()), f"layer_norm(x of shape {tuple(x.shape)})")
+        got = as_array(call_answer(answer, x.clone()), f"layer_norm(x of shape {tuple(x.shape)})")
         if got.shape != expected.shape:
             raise AssertionError(
                 f"for x of shape {tuple(x.shape)} your output has shape {got.shape}; expected {expected.shape} "
@@ -76,14 +76,14 @@ def _check_layer_norm(answer: Any) -> str | None:
             )
         if np.isnan(got).any():
             raise AssertionError(
-                f"for x = {_fmt(x[1] if x.size(0) > 1 else x[0])}... your output contains NaN. It looks like you "
+                f"for x = {fmt(x[1] if x.size(0) > 1 else x[0])}... your output contains NaN. It looks like you "
                 "forgot ε: a constant row has σ² = 0, and (x - μ)/√σ² is 0/0; divide by √(σ² + ε) with ε = 1e-5"
             )
         if not np.allclose(got, expected, atol=1e-4, rtol=1e-4):
-            hint = _diagnose(got, _layer_norm_variants(x), atol=1e-4)
+            hint = diagnose(got, _layer_norm_variants(x), atol=1e-4)
             raise AssertionError(
-                f"for x of shape {tuple(x.shape)} your first row is {_fmt(got.reshape(-1, x.shape[-1])[0])}; "
-                f"expected {_fmt(expected.reshape(-1, x.shape[-1])[0])}.{hint}"
+                f"for x of shape {tuple(x.shape)} your first row is {fmt(got.reshape(-1, x.shape[-1])[0])}; "
+                f"expected {fmt(expected.reshape(-1, x.shape[-1])[0])}.{hint}"
             )
     return (
         "The 'Genius on the left' post's embedded row [1, 3, 3, 5] has μ = 3 and σ² = 2, so it becomes about "
@@ -119,7 +119,7 @@ def _embedding_and_output_params(vocab_size: int, d_model: int, shared: bool) ->
 )
 def _check_tied_params(answer: Any) -> str | None:
     """``answer(V, d, shared)`` must count src embedding + tgt embedding + output projection as lib builds them."""
-    _require_callable(answer, "embedding_params(vocab_size, d_model, shared)")
+    require_callable(answer, "embedding_params(vocab_size, d_model, shared)")
     for vocab_size, d_model, shared in [
         (10000, 512, True),
         (10000, 512, False),
@@ -128,8 +128,8 @@ def _check_tied_params(answer: Any) -> str | None:
         (37000, 512, True),
     ]:
         expected = _embedding_and_output_params(vocab_size, d_model, shared)
-        value = _as_number(
-            _call(answer, vocab_size, d_model, shared), f"embedding_params({vocab_size}, {d_model}, {shared})"
+        value = as_number(
+            call_answer(answer, vocab_size, d_model, shared), f"embedding_params({vocab_size}, {d_model}, {shared})"
         )
         if value == expected:
             continue
@@ -168,10 +168,10 @@ def _check_tied_params(answer: Any) -> str | None:
 )
 def _check_noam_peak(answer: Any) -> str | None:
     """``answer(d_model, warmup)`` must return max_step noam_lr(step, d_model, warmup) = noam_lr(warmup, ...)."""
-    _require_callable(answer, "noam_peak(d_model, warmup)")
+    require_callable(answer, "noam_peak(d_model, warmup)")
     for d_model, warmup in [(512, 4000), (128, 400), (1024, 16000), (64, 1)]:
         expected = max(noam_lr(s, d_model, warmup) for s in range(max(1, warmup - 2), warmup + 3))
-        value = _as_number(_call(answer, d_model, warmup), f"noam_peak({d_model}, {warmup})")
+        value = as_number(call_answer(answer, d_model, warmup), f"noam_peak({d_model}, {warmup})")
         if math.isclose(value, expected, rel_tol=1e-6):
             continue
         wrong = {
@@ -202,21 +202,21 @@ def _check_noam_peak(answer: Any) -> str | None:
 )
 def _check_causal_mask(answer: Any) -> str | None:
     """``answer(n)`` must equal ``lib.attention.causal_mask(n)`` (bool or 0/1 values)."""
-    _require_callable(answer, "causal(n)")
+    require_callable(answer, "causal(n)")
     for n in (4, 1, 7):
         expected = causal_mask(n).numpy()
-        raw = _call(answer, n)
-        got = _as_array(raw, f"causal({n})")
+        raw = call_answer(answer, n)
+        got = as_array(raw, f"causal({n})")
         if got.shape != expected.shape:
             raise AssertionError(f"for n={n} your mask has shape {got.shape}; expected ({n}, {n})")
         if np.isinf(got).any() or (got < 0).any():
             raise AssertionError(
-                f"for n={n} your mask holds {_fmt(np.unique(got))}: that is an additive mask "
+                f"for n={n} your mask holds {fmt(np.unique(got))}: that is an additive mask "
                 "(0 and -inf, as the 'Genius on the left' post "
                 "adds -1e10 before the softmax); lib's masks are booleans with True = may attend"
             )
         if not np.isin(got, [0.0, 1.0]).all():
-            raise AssertionError(f"for n={n} your mask holds values other than True/False: {_fmt(np.unique(got))}")
+            raise AssertionError(f"for n={n} your mask holds values other than True/False: {fmt(np.unique(got))}")
         got = got.astype(bool)
         if (got == expected).all():
             continue

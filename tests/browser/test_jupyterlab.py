@@ -168,7 +168,7 @@ def lab(tmp_path_factory):
     root = work / "book"
     shutil.copytree(ROOT / "chapters", root / "chapters")
     subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "student.py"), "--out", str(root / "student"), STUDENT_CHAPTER],
+        [sys.executable, "-m", "lib.classroom.student", "--out", str(root / "student"), STUDENT_CHAPTER],
         check=True, cwd=ROOT, timeout=300, capture_output=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )  # fmt: skip

@@ -194,12 +194,12 @@ def test_hover_and_keyboard_show_the_token_pair_and_weight(visit, server):
 
 
 def test_browser_tokenizer_gives_lib_translates_ids(visit, server):
-    """text.js + @huggingface/tokenizers on tokenizer.json = lib.translate's _clean and _text_ids (and _pieces)."""
+    """text.js + @huggingface/tokenizers on tokenizer.json = lib.translate's clean_text and _text_ids (text_pieces)."""
     from tokenizers import Tokenizer
 
-    from lib.translate import _clean, _pieces, _plain_text_tokenizer
+    from lib.translate import clean_text, plain_text_tokenizer, text_pieces
 
-    plain = _plain_text_tokenizer(Tokenizer.from_file(str(ROOT / "models" / "de-en" / "tokenizer.json")))
+    plain = plain_text_tokenizer(Tokenizer.from_file(str(ROOT / "models" / "de-en" / "tokenizer.json")))
     test = [de for de, _ in load_multi30k("test_2016_flickr")]
     texts = test + [
         "\ufeff  Ein Hund </s> läuft <unk> über <pad> die <s> Wiese.\r",
@@ -209,7 +209,7 @@ def test_browser_tokenizer_gives_lib_translates_ids(visit, server):
         " ".join(test[:30]),  # longer than the model's limit: split at sentence ends
         "Wort" * 400,  # one word longer than the limit: cut at the limit
     ]
-    want = [_pieces(plain, _clean(t), 255) for t in texts]
+    want = [text_pieces(plain, clean_text(t), 255) for t in texts]
     log_start = len(server.log)
     v = visit(PAGE, wait_maths=False)
     got = v.page.evaluate(

@@ -7,7 +7,8 @@ nothing to a reader. This test fails if any text a reader or student sees still 
 - notebook markdown cells, code cells' source (comments, strings, figure titles) and stored outputs (text/plain,
   text/html with its alt texts, stream text, output metadata);
 - the Markdown pages chapters/*.md (intro, glossary, bibliography, instructor page);
-- the checkers' messages (the source of lib/exercises/*.py) and the student-edition tool (tools/student.py).
+- the checkers' messages (the source of lib/exercises/*.py) and the classroom's (lib/classroom/*.py: the student
+  edition, the grader).
 
 The built website is checked too, by tests/browser/test_no_source_file_names.py.
 """
@@ -22,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = ROOT / "chapters"
 NOTEBOOKS = sorted(CHAPTERS.glob("*.ipynb"))
 MARKDOWN_PAGES = sorted(CHAPTERS.glob("*.md"))
-SOURCES = sorted((ROOT / "lib" / "exercises").glob("*.py")) + [ROOT / "tools" / "student.py"]
+SOURCES = sorted((ROOT / "lib" / "exercises").glob("*.py")) + sorted((ROOT / "lib" / "classroom").glob("*.py"))
 # text files that pages include (the grading example's CSV and summary on the instructor page)
 INCLUDED = sorted(p for p in (CHAPTERS / "images").glob("*") if p.suffix in {".csv", ".txt", ".json", ".md"})
 

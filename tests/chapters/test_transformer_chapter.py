@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lib.plots import TRANSFORMER_DIAGRAM_BLOCKS
+from lib.diagrams import TRANSFORMER_DIAGRAM_BLOCKS
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "chapters" / "transformer.ipynb"

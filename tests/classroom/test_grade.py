@@ -1,4 +1,4 @@
-"""Tests of the classroom grader, ``python -m lib.grade``, on the book's synthetic class (``tools/grading_example.py``).
+"""Tests of the classroom grader, ``python -m lib.grade``, on the book's synthetic class (``lib.classroom.example``).
 
 Fast (``make test``): the command line's usage errors, submissions graded without a kernel (a damaged file,
 another chapter, the book's own notebook, a notebook whose chapter cannot be told), chapter and name detection,
@@ -12,12 +12,10 @@ kernels (about 10 s of CPU per submission), every row asserted, and the result e
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import os
 import re
 import socket
-import sys
 import time
 from pathlib import Path
 
@@ -25,23 +23,12 @@ import numpy as np
 import pytest
 
 import lib.exercises as exercises
-from lib import grade
+from lib.classroom import example, grade
+from lib.classroom.chart import plot_grade_summary
 from lib.exercises import core
-from lib.plots import plot_grade_summary
 
 ROOT = Path(__file__).resolve().parents[2]
 EXERCISES = ["matvec", "softmax_stable", "softmax_temperature", "one_hot"]
-
-
-def _load_tool():
-    spec = importlib.util.spec_from_file_location("grading_example", ROOT / "tools" / "grading_example.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-example = _load_tool()
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +68,12 @@ def test_usage_errors_exit_2_before_anything_runs(argv, message, tmp_path, capsy
     err = capsys.readouterr().err
     assert message in err and "usage: python -m lib.grade" in err
     assert not (tmp_path / "grades.csv").exists()
+
+
+def test_the_command_lib_grade_runs_the_classroom_grader():
+    import lib.grade as command
+
+    assert command.main is grade.main
 
 
 def test_grade_submission_refuses_bad_arguments(tmp_path):
@@ -479,7 +472,7 @@ def test_the_command_grades_the_synthetic_class(tmp_path, multi30k_dir):
     assert "softmax_temperature (2×): for z = [0.5, 0.8, 0.6] and T = 0.25" in result.stdout
     # the committed example (instructor page) is what the command produces, up to the folder it ran in
     committed = grade.read_csv(example.EXAMPLE.with_suffix(".csv"))
-    assert rows == committed, "re-run tools/grading_example.py and commit chapters/images/grading_example.*"
+    assert rows == committed, "re-run python -m lib.classroom.example and commit chapters/images/grading_example.*"
     # every executed submission's time is logged
     assert result.stderr.count(" s): ") == 8
 

@@ -1,36 +1,26 @@
-"""Tests of the student edition (``tools/student.py``, ``make student``): no solution survives, every exercise keeps
-a starter cell that reports ⏳ instead of a traceback, and (slow, ``STUDENT_EXECUTE=1``) every student notebook runs
-top to bottom.
+"""Tests of the student edition (``lib.classroom.student``, ``make student``): no solution survives, every exercise
+keeps a starter cell that reports ⏳ instead of a traceback, and (slow, ``STUDENT_EXECUTE=1``) every student notebook
+runs top to bottom.
 
 The fast tests build the edition in memory and in a temporary folder; they never execute a notebook.
 """
 
 import ast
 import contextlib
-import importlib.util
 import io
 import json
 import math
 import os
 import re
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from lib.classroom import student
+from lib.classroom.edition import EDITION_KEY
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load_tool():
-    spec = importlib.util.spec_from_file_location("student_tool", ROOT / "tools" / "student.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is created
-    spec.loader.exec_module(module)
-    return module
-
-
-student = _load_tool()
 CHAPTERS = student.toc_notebooks(ROOT)
 STARTER = student.STARTER_TAG
 
@@ -125,7 +115,7 @@ def test_write_student_edition_writes_every_toc_notebook(tmp_path):
         nb = nbformat.read(str(written), as_version=4)
         nbformat.validate(nb)
         assert "widgets" not in nb.metadata
-        assert nb.metadata[student.EDITION_KEY]["source"] == f"chapters/{path.name}"
+        assert nb.metadata[EDITION_KEY]["source"] == f"chapters/{path.name}"
         for cell in nb.cells:
             if cell.cell_type == "code":
                 assert cell.outputs == [] and cell.execution_count is None, f"{path.stem}: outputs left"
@@ -139,7 +129,7 @@ def test_write_student_edition_writes_every_toc_notebook(tmp_path):
 def test_command_line_and_stale_notebooks(tmp_path, capsys):
     out = tmp_path / "student"
     out.mkdir()
-    (out / "old_chapter.ipynb").write_text(json.dumps({"metadata": {student.EDITION_KEY: {}}}))
+    (out / "old_chapter.ipynb").write_text(json.dumps({"metadata": {EDITION_KEY: {}}}))
     (out / "mine.ipynb").write_text(json.dumps({"metadata": {}}))  # not written by the tool: left alone
     assert student.main(["--out", str(out)]) == 0
     printed = capsys.readouterr().out

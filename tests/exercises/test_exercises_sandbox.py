@@ -1,4 +1,4 @@
-"""A reader's answer cannot break the checkers (lib.exercises.core._call) or the notebook's flow.
+"""A reader's answer cannot break the checkers (lib.exercises.core.call_answer) or the notebook's flow.
 
 - an answer that changes its inputs in place (a tensor zeroed, a list cleared, the shipped model's weights
   zeroed) changes its own deep copies: the next, correct answer still gets ✅;
@@ -50,7 +50,7 @@ def shared_inputs_exercise():
 
     @exercise(name, chapter="_tests", summary="total(x, items): sum(x) + sum(items)")
     def _checker(answer):
-        value = float(core._call(answer, x, items))
+        value = float(core.call_answer(answer, x, items))
         if value != 9.0:
             raise AssertionError(f"your total is {value:g}; expected 9")
 
@@ -201,7 +201,7 @@ def test_sys_exit_in_an_answer_is_a_cross_and_the_notebook_goes_on(capsys):
 
 
 def test_sys_exit_goes_through_a_checker_that_expects_an_exception(capsys):
-    # mha_d_k expects a ValueError for d_model = 512, num_heads = 6; its `except _AnswerRaised` must not see this
+    # mha_d_k expects a ValueError for d_model = 512, num_heads = 6; its `except AnswerRaised` must not see this
     def d_k(d_model, num_heads):
         if d_model % num_heads:
             sys.exit("num_heads must divide d_model")
@@ -278,7 +278,7 @@ def test_any_set_up_failure_wrapped_in_setup_is_reported_with_a_warning(capsys):
 
     @exercise(name, chapter="_tests", summary="anything")
     def _checker(answer):
-        with core._setup("importing the reference package", "pip install the book's requirements"):
+        with core.checker_setup("importing the reference package", "pip install the book's requirements"):
             raise ImportError("No module named 'sacrebleu'")
 
     try:

@@ -12,13 +12,13 @@ const SENTENCE_END = new RegExp(
 );
 const WORD_START = "\u2581"; // the Metaspace marker before every word
 
-/** lib.translate._clean: NFC, without byte-order marks (U+FEFF) and surrounding whitespace. */
+/** lib.translate.clean_text: NFC, without byte-order marks (U+FEFF) and surrounding whitespace. */
 export function clean(text) {
   return text.normalize("NFC").replaceAll("\ufeff", "").replace(STRIP, "");
 }
 
 /**
- * A tokenizer that reads <pad>, <s>, </s>, <unk> in a text as characters (lib.translate._plain_text_tokenizer):
+ * A tokenizer that reads <pad>, <s>, </s>, <unk> in a text as characters (lib.translate.plain_text_tokenizer):
  * the same tokenizer.json without its added tokens, so that nothing is matched before the BPE model.
  */
 export function plainTokenizerJSON(tokenizerJSON) {
@@ -40,7 +40,7 @@ function cut(plain, ids, limit) {
   return limit;
 }
 
-/** lib.translate._pieces: a cleaned text in pieces of at most `limit` ids, sentence ends first, then the limit. */
+/** lib.translate.text_pieces: a cleaned text in pieces of at most `limit` ids, sentence ends first, then the limit. */
 export function pieces(plain, text, limit, special) {
   const ids = textIds(plain, text, special);
   if (ids.length <= limit) return ids.length ? [ids] : [];

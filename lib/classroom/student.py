@@ -2,7 +2,7 @@
 
 Usage (from the repository root; ``make student`` calls it)::
 
-    .venv/bin/python tools/student.py [--out student] [chapter ...]
+    .venv/bin/python -m lib.classroom.student [--out student] [chapter ...]
 
 ``chapter`` is a notebook's stem (``positional_encoding``) or path (``chapters/positional_encoding.ipynb``);
 without any, every notebook listed in ``_toc.yml`` is written. For each one, ``<out>/<chapter>.ipynb``:
@@ -19,8 +19,9 @@ without any, every notebook listed in ``_toc.yml`` is written. For each one, ``<
    :func:`lib.exercises.check`) and the notebook runs on;
 3. gets a short markdown note after its title cell that says this is the student edition;
 4. has no outputs, no execution counts and no widget state: students run it themselves.
-5. carries ``metadata["student_edition"]`` (:func:`edition_metadata`): its chapter, source, the book's version and
-   the names of its exercises, which ``python -m lib.grade`` reads to recognise a renamed file or an older edition.
+5. carries ``metadata["student_edition"]`` (:func:`lib.classroom.edition.edition_metadata`): its chapter, source,
+   the book's version and the names of its exercises, which ``python -m lib.grade`` reads to recognise a renamed
+   file or an older edition.
 
 The student notebooks need nothing copied beside them: ``lib`` is installed into the environment
 (``pip install -e .``), the shipped models are found from ``lib``'s own location (``lib.checkpoint``) and
@@ -44,12 +45,37 @@ import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from .edition import EDITION_KEY, edition_metadata
 
+__all__ = [
+    "STARTER_TAG",
+    "SOLUTION_TAG",
+    "SOLUTION_START",
+    "SOLUTION_END",
+    "STUDENT_NOTE",
+    "BODY_PLACEHOLDER",
+    "ANSWER_PLACEHOLDER",
+    "starter_from_solution",
+    "exercise_name",
+    "strip_solution_directives",
+    "Solution",
+    "Report",
+    "make_student_notebook",
+    "toc_notebooks",
+    "book_version",
+    "write_student_edition",
+    "main",
+]
+
+#: The repository's root: the chapters, ``_toc.yml`` and ``pyproject.toml`` of this checkout.
+ROOT = Path(__file__).resolve().parents[2]
+
+#: The tag of the starter code cell that replaces a solution.
 STARTER_TAG = "exercise-starter"
+#: The tag of a chapter's solution cells.
 SOLUTION_TAG = "solution"
-EDITION_KEY = "student_edition"  # notebook metadata key that marks a generated student notebook
 
+#: The markdown cell put after the title of every student notebook.
 STUDENT_NOTE = (
     "> **Student edition.** The solutions of this chapter's exercises are removed. Each exercise at the end is\n"
     "> followed by a starter code cell: replace every `...` with your own code and run the cell. It prints\n"
@@ -57,11 +83,17 @@ STUDENT_NOTE = (
     "> right yet. Run the chapter's cells from the top first: the exercises use its imports and variables."
 )
 
+#: What replaces the body of a solution's function in its starter cell.
 BODY_PLACEHOLDER = "...  # your code here"
+#: What replaces the value of an answer in its starter cell.
 ANSWER_PLACEHOLDER = "...  # your answer here"
+_PROG = "python -m lib.classroom.student"
 
-_SOLUTION_START = re.compile(r"^\s*(`{3,}|:{3,})\{solution-start\}[ \t]*(?P<label>\S*)")
-_SOLUTION_END = re.compile(r"^\s*(`{3,}|:{3,})\{solution-end\}")
+#: A markdown cell that opens a solution written as cells (its label in the group ``label``); the one definition of
+#: where a solution starts, which ``tools/fold_solutions.py`` shares.
+SOLUTION_START = re.compile(r"^\s*(`{3,}|:{3,})\{solution-start\}[ \t]*(?P<label>\S*)")
+#: The markdown cell that closes it.
+SOLUTION_END = re.compile(r"^\s*(`{3,}|:{3,})\{solution-end\}")
 _SOLUTION_DIRECTIVE = re.compile(r"^[ \t]*(?P<fence>`{3,}|:{3,})\{solution\}")
 _HAS_SOLUTION_DIRECTIVE = re.compile(r"^[ \t]*(`{3,}|:{3,})\{solution\}", re.M)
 
@@ -152,7 +184,14 @@ def _last_check_call(tree: ast.Module) -> ast.Call | None:
 
 
 def exercise_name(call: ast.Call) -> str | None:
-    """The exercise name of a ``check("name", answer)`` call (None when it is not a string literal)."""
+    """The exercise name of a ``check("name", answer)`` call.
+
+    Args:
+        call: the call's node, as :mod:`ast` parses it.
+
+    Returns:
+        The name, or None when the first argument is not a string literal.
+    """
     if call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
         return call.args[0].value
     return None
@@ -247,6 +286,12 @@ def strip_solution_directives(markdown: str) -> str:
     A block ends at the first line made only of its fence character, at least as long as its opening fence;
     code fences of the other character inside it are skipped over. Runs of blank lines left behind shrink to one.
 
+    Args:
+        markdown: the text of a markdown cell.
+
+    Returns:
+        The text without the blocks ("" when nothing else is left).
+
     Raises:
         ValueError: a ``{solution}`` block is never closed.
     """
@@ -288,26 +333,55 @@ def _tags(cell: dict) -> list[str]:
 
 @dataclass
 class Solution:
-    """One removed solution: its label (None for tagged cells outside a marker block) and its code cells."""
+    """One removed solution.
+
+    Attributes:
+        label: its label (the text after ``{solution-start}``); None for tagged cells outside a marker block.
+        code: the source of its code cells, in order.
+        starter: the starter cell made from the code (:func:`starter_from_solution`), or None.
+        name: the exercise name of its last ``check`` call, or None.
+    """
 
     label: str | None
     code: list[str] = field(default_factory=list)
     starter: str | None = None
-    name: str | None = None  # the exercise name of its check call
+    name: str | None = None
 
 
 @dataclass
 class Report:
-    """What :func:`make_student_notebook` did to one notebook."""
+    """What :func:`make_student_notebook` did to one notebook.
+
+    Attributes:
+        solutions: the removed solutions, in order.
+        removed_cells: how many cells were removed (solution cells and their markers).
+        stripped_directives: how many markdown cells lost a ``{solution}`` directive block.
+        later_uses: ``(source cell index, names)`` for each non-solution code cell that uses names only a solution
+            binds (in the student edition it sees the starter's placeholder).
+    """
 
     solutions: list[Solution] = field(default_factory=list)
     removed_cells: int = 0
     stripped_directives: int = 0
-    later_uses: list[tuple[int, list[str]]] = field(default_factory=list)  # (source cell index, names)
+    later_uses: list[tuple[int, list[str]]] = field(default_factory=list)
 
     @property
     def starters(self) -> list[Solution]:
+        """The solutions that got a starter cell.
+
+        Returns:
+            Those of :attr:`solutions` whose ``starter`` is not None, in order.
+        """
         return [s for s in self.solutions if s.starter is not None]
+
+    @property
+    def exercises(self) -> list[str]:
+        """The names of the exercises that have a starter cell (what the edition metadata records).
+
+        Returns:
+            The names, in the notebook's order.
+        """
+        return [s.name for s in self.starters if s.name]
 
 
 def _code_cell(source: str, cell_id: str, tags: list[str]) -> dict:
@@ -405,6 +479,13 @@ def _later_uses(cells: list[dict], solution_cells: dict[int, int]) -> list[tuple
 def make_student_notebook(nb: dict) -> tuple[dict, Report]:
     """The student edition of a notebook (a new dict) and a :class:`Report` of what was removed and added.
 
+    Args:
+        nb: the chapter's notebook (a dict, as read by ``json``); not changed.
+
+    Returns:
+        ``(student notebook, report)``; the notebook has no edition metadata yet (:func:`write_student_edition`
+        adds it).
+
     Raises:
         ValueError: a ``{solution-start}`` without its ``{solution-end}`` (or the reverse), or an unclosed
             ``{solution}`` directive.
@@ -436,8 +517,8 @@ def make_student_notebook(nb: dict) -> tuple[dict, Report]:
     for i, cell in enumerate(cells):
         src = _source(cell)
         is_md = cell.get("cell_type") == "markdown"
-        start = _SOLUTION_START.match(src) if is_md else None
-        end = _SOLUTION_END.match(src) if is_md else None
+        start = SOLUTION_START.match(src) if is_md else None
+        end = SOLUTION_END.match(src) if is_md else None
         if block is not None:
             report.removed_cells += 1
             if end:
@@ -507,7 +588,14 @@ def make_student_notebook(nb: dict) -> tuple[dict, Report]:
 
 
 def toc_notebooks(root: Path = ROOT) -> list[Path]:
-    """The notebooks listed in ``_toc.yml`` (``root`` and every ``file`` entry), in the book's order."""
+    """The notebooks listed in ``_toc.yml`` (``root`` and every ``file`` entry), in the book's order.
+
+    Args:
+        root: the repository's root, which holds ``_toc.yml``.
+
+    Returns:
+        The paths of the entries that are notebooks, without duplicates.
+    """
     import yaml
 
     toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
@@ -544,13 +632,20 @@ def _select(chapters: list[str], root: Path) -> list[Path]:
         matches = [p for p in available if p.stem == stem]
         if not matches:
             known = ", ".join(p.stem for p in available)
-            raise SystemExit(f"student.py: {chapter!r} is not a notebook in _toc.yml (known: {known})")
+            raise SystemExit(f"{_PROG}: {chapter!r} is not a notebook in _toc.yml (known: {known})")
         chosen += matches
     return chosen
 
 
 def book_version(root: Path = ROOT) -> str:
-    """The book's version: ``version`` in the ``[project]`` table of ``root/pyproject.toml`` ("unknown" if none)."""
+    """The book's version: ``version`` in the ``[project]`` table of ``root/pyproject.toml``.
+
+    Args:
+        root: the repository's root.
+
+    Returns:
+        The version, or ``"unknown"`` when the file or the key is missing.
+    """
     try:
         text = (root / "pyproject.toml").read_text(encoding="utf-8")
     except OSError:
@@ -559,32 +654,28 @@ def book_version(root: Path = ROOT) -> str:
     return match.group(1) if match else "unknown"
 
 
-def edition_metadata(chapter: str, source: str, report: Report, root: Path = ROOT) -> dict:
-    """The ``metadata[EDITION_KEY]`` of a student notebook, which ``python -m lib.grade`` reads.
-
-    ``edition`` ("student"), ``chapter`` (the chapter's file stem, so a renamed file is still recognised),
-    ``source`` (the chapter's path in the repository), ``book_version`` and ``exercises`` (the names of the
-    exercises that have a starter cell, so the grader can tell an older edition that lacks a newer exercise).
-    """
-    return {
-        "edition": "student",
-        "chapter": chapter,
-        "source": source,
-        "book_version": book_version(root),
-        "exercises": [s.name for s in report.starters if s.name],
-    }
-
-
 def write_student_edition(
     out_dir: Path, chapters: list[str] | None = None, root: Path = ROOT, quiet: bool = False
 ) -> dict[str, Report]:
     """Write ``out_dir/<chapter>.ipynb`` for the chosen chapters (all of ``_toc.yml`` by default).
 
     When every chapter is written, student notebooks in ``out_dir`` that no longer belong to the book (a
-    notebook that this tool wrote, recognised by its metadata) are removed.
+    notebook that this tool wrote, recognised by its metadata) are removed. Each notebook gets the edition
+    metadata of :mod:`lib.classroom.edition`.
+
+    Args:
+        out_dir: the folder to write into (made if missing).
+        chapters: chapter stems or paths; None or empty: every notebook of ``_toc.yml``.
+        root: the repository's root.
+        quiet: print nothing (default: one line per notebook, and warnings).
 
     Returns:
         ``{chapter stem: Report}``.
+
+    Raises:
+        ValueError: a chapter's solution markers do not match, or a solution is not valid Python (the message
+            names the notebook).
+        SystemExit: a chapter is not a notebook in ``_toc.yml``.
     """
     import nbformat
 
@@ -601,7 +692,7 @@ def write_student_edition(
             source = str(path.relative_to(root))
         except ValueError:
             source = str(path)
-        student["metadata"][EDITION_KEY] = edition_metadata(path.stem, source, report, root)
+        student["metadata"][EDITION_KEY] = edition_metadata(path.stem, source, book_version(root), report.exercises)
         node = nbformat.from_dict(student)
         nbformat.validate(node)
         nbformat.write(node, str(out_dir / path.name))
@@ -642,14 +733,25 @@ def _print_report(target: Path, report: Report, cells: list[dict]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    """Write the student edition of the chapters given on the command line (see the module docstring).
+
+    Args:
+        argv: the command-line arguments (default ``sys.argv[1:]``).
+
+    Returns:
+        0, or 1 when a chapter's solutions cannot be removed (the message is printed).
+
+    Raises:
+        SystemExit: a usage error, or a chapter that is not in ``_toc.yml``.
+    """
+    parser = argparse.ArgumentParser(prog=_PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("chapters", nargs="*", help="chapter stems or paths (default: every notebook in _toc.yml)")
     parser.add_argument("--out", default="student", help="output folder (default: student)")
     args = parser.parse_args(argv)
     try:
         write_student_edition(Path(args.out), args.chapters)
     except ValueError as err:
-        print(f"student.py: {err}", file=sys.stderr)
+        print(f"{_PROG}: {err}", file=sys.stderr)
         return 1
     return 0
 

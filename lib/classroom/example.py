@@ -2,14 +2,15 @@
 
 Usage (from the repository root)::
 
-    .venv/bin/python tools/grading_example.py            # grade the class, write chapters/images/grading_example.*
-    .venv/bin/python tools/grading_example.py --keep DIR  # also keep the submissions and the grades in DIR
+    .venv/bin/python -m lib.classroom.example            # grade the class, write chapters/images/grading_example.*
+    .venv/bin/python -m lib.classroom.example --keep DIR  # also keep the submissions and the grades in DIR
 
-It writes the submissions into a temporary folder (:func:`make_class`), grades them with
-``python -m lib.grade class --chapter preliminaries`` and the limits of :data:`LIMITS`, and copies the CSV, the
-printed summary and the figure to ``chapters/images/grading_example.{csv,txt,png}``, which the instructor page
-("Grading a class") shows. ``tests/classroom/test_grade.py`` builds the same class with :func:`make_class` and checks
-the grades row by row and against the committed CSV.
+It writes the submissions into a temporary folder (:func:`make_class`: the student edition of
+:mod:`lib.classroom.student`, answered), grades them with ``python -m lib.grade class --chapter preliminaries`` and
+the limits of :data:`LIMITS`, and copies the CSV, the printed summary and the figure to
+``chapters/images/grading_example.{csv,txt,png}``, which the instructor page ("Grading a class") shows.
+``tests/classroom/test_grade.py`` builds the same class with :func:`make_class` and checks the grades row by row and
+against the committed CSV.
 
 The students (each a file in ``class/``):
 
@@ -31,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import importlib.util
 import json
 import os
 import shutil
@@ -41,15 +41,19 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # run from anywhere: `import lib` finds this checkout
+from ..files import atomic_write_text
+from .edition import EDITION_KEY, edition_metadata
+from .grade import format_summary, read_csv, summarize
+from .student import ROOT, book_version, make_student_notebook
 
-from lib.files import atomic_write_text  # noqa: E402
+__all__ = ["CHAPTER", "EXAMPLE", "LIMITS", "make_class", "grade_command", "run_example", "summary_text", "main"]
 
+#: The chapter the synthetic class hands in.
 CHAPTER = "preliminaries"
 OTHER_CHAPTER = "positional_encoding"
 IMAGES = ROOT / "chapters" / "images"
-EXAMPLE = IMAGES / "grading_example"  # .csv, .txt (the printed summary), .png
+#: The instructor page's example: ``.csv``, ``.txt`` (the printed summary) and ``.png`` beside this stem.
+EXAMPLE = IMAGES / "grading_example"
 #: The limits the example is graded with: short, so that the endless loops cost seconds.
 LIMITS = {"cell_timeout": 10, "timeout": 300, "call_timeout": 2}
 
@@ -120,22 +124,13 @@ check("softmax_stable", softmax)
 """
 
 
-def _student_tool():
-    spec = importlib.util.spec_from_file_location("student_tool", ROOT / "tools" / "student.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(spec.name, module)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _edition(chapter: str) -> tuple[dict, dict[str, str]]:
     """The student notebook of ``chapter`` and ``{exercise: its solution's code}``, from ``chapters/``."""
-    student = _student_tool()
     source = ROOT / "chapters" / f"{chapter}.ipynb"
     nb = json.loads(source.read_text(encoding="utf-8"))
-    edition, report = student.make_student_notebook(nb)
-    edition["metadata"][student.EDITION_KEY] = student.edition_metadata(
-        chapter, f"chapters/{chapter}.ipynb", report, ROOT
+    edition, report = make_student_notebook(nb)
+    edition["metadata"][EDITION_KEY] = edition_metadata(
+        chapter, f"chapters/{chapter}.ipynb", book_version(ROOT), report.exercises
     )
     solutions = {s.name: "\n\n".join(s.code) for s in report.starters if s.name}
     return edition, solutions
@@ -167,13 +162,20 @@ def _write(path: Path, nb: dict) -> None:
 
 
 def make_class(folder: str | os.PathLike) -> list[Path]:
-    """Write the synthetic class's submissions into ``folder`` (see the module docstring); returns their paths."""
+    """Write the synthetic class's submissions into ``folder`` (see the module docstring).
+
+    Args:
+        folder: where to write them (made if missing).
+
+    Returns:
+        The paths of the eleven submissions, sorted.
+    """
     folder = Path(folder)
     edition, sol = _edition(CHAPTER)
     other, _ = _edition(OTHER_CHAPTER)
     names = list(sol)  # matvec, softmax_stable, softmax_temperature, one_hot
     older = _answer(edition, sol)
-    older["metadata"]["student_edition"] = {"source": f"chapters/{CHAPTER}.ipynb"}  # what the first editions wrote
+    older["metadata"][EDITION_KEY] = {"source": f"chapters/{CHAPTER}.ipynb"}  # what the first editions wrote
     notebooks = {
         "ada.ipynb": _answer(edition, sol),
         "ben.ipynb": edition,
@@ -209,7 +211,15 @@ def make_class(folder: str | os.PathLike) -> list[Path]:
 
 
 def grade_command(out_csv: str, submissions: str = "class") -> list[str]:
-    """The command that grades the class (run in the folder that holds ``submissions``)."""
+    """The command that grades the class: ``python -m lib.grade`` with the limits of :data:`LIMITS`.
+
+    Args:
+        out_csv: the CSV the grader writes (the figure goes beside it).
+        submissions: the folder of submissions, relative to where the command runs.
+
+    Returns:
+        The command as an argument list, to run in the folder that holds ``submissions``.
+    """
     return [
         sys.executable,
         "-m",
@@ -229,7 +239,14 @@ def grade_command(out_csv: str, submissions: str = "class") -> list[str]:
 
 
 def run_example(workdir: str | os.PathLike) -> subprocess.CompletedProcess:
-    """Make the class in ``workdir/class`` and grade it into ``workdir/grades.csv`` (and ``.png``)."""
+    """Make the class in ``workdir/class`` and grade it into ``workdir/grades.csv`` (and ``.png``).
+
+    Args:
+        workdir: an existing folder.
+
+    Returns:
+        The finished grading command, its output captured as text.
+    """
     workdir = Path(workdir)
     make_class(workdir / "class")
     env = dict(os.environ, JUPYTER_PREFER_ENV_PATH="1")
@@ -240,14 +257,27 @@ def run_example(workdir: str | os.PathLike) -> subprocess.CompletedProcess:
 
 
 def summary_text(csv_path: str | os.PathLike) -> str:
-    """The summary that ``python -m lib.grade`` prints, computed again from its CSV."""
-    from lib.grade import format_summary, read_csv, summarize
+    """The summary that ``python -m lib.grade`` prints, computed again from its CSV.
 
+    Args:
+        csv_path: the CSV the grader wrote.
+
+    Returns:
+        The summary's text.
+    """
     return format_summary(summarize(read_csv(csv_path)))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    """Grade the synthetic class and write the instructor page's example (see the module docstring).
+
+    Args:
+        argv: the command-line arguments (default ``sys.argv[1:]``).
+
+    Returns:
+        0, or 1 when the grader failed (its output is printed).
+    """
+    parser = argparse.ArgumentParser(prog="python -m lib.classroom.example", description=__doc__.split("\n\n")[0])
     parser.add_argument("--keep", help="a folder to keep the submissions and grades in (default: a temporary one)")
     args = parser.parse_args(argv)
     workdir = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="grading-example-"))
@@ -257,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     print(result.stderr, file=sys.stderr, end="")
     print(result.stdout, end="")
     if result.returncode != 0:
-        print(f"grading_example.py: lib.grade failed with exit status {result.returncode}", file=sys.stderr)
+        print(f"lib.classroom.example: lib.grade failed with exit status {result.returncode}", file=sys.stderr)
         return 1
     IMAGES.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(workdir / "grades.csv", EXAMPLE.with_suffix(".csv"))
