@@ -9,7 +9,7 @@
 //   a notebook: lib.explorer.ExplorerWidget, an anywidget whose _esm is this file: the default export's
 //     render({ model, el }) reads the JSON strings in model.get("data_json") and model.get("view_json").
 //
-// `data` is what lib.explorer.explorer_data returns (tests/test_explorer.py describes it):
+// `data` is what lib.explorer.explorer_data returns (tests/unit/test_explorer.py describes it):
 //   { decimals: 3, sentences: [{ source, translation, src_tokens, tgt_tokens, tgt_input_tokens,
 //                                maps: { encoder: [layer][head][query][key], decoder: ..., cross: ... } }] }
 // Any kind may be missing (the live translation page has only "cross"). Axes, as lib.translate labels them:

