@@ -63,8 +63,7 @@ def _search_steps(
     for flag, name in ((use_cache, "use_cache"), (return_tree, "return_tree")):
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be a bool, got {flag!r}")
-    if _check_int(beam_size, "beam_size") < 1:
-        raise ValueError(f"beam_size must be at least 1, got {beam_size}")
+    _check_int(beam_size, "beam_size", 1)
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
         raise TypeError(f"alpha must be a number (0.6 in Vaswani et al. 2017), got {alpha!r}")
     if not math.isfinite(alpha):

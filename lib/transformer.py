@@ -358,7 +358,9 @@ class Decoder(nn.Module):
             x, ws, wc = layer(x, memory, self_mask, memory_mask, None if cache is None else cache[i], return_attention)
             self_ws.append(ws)
             cross_ws.append(wc)
-        return self.norm(x), *((self_ws, cross_ws) if return_attention else ([], []))
+        if not return_attention:
+            self_ws, cross_ws = [], []
+        return self.norm(x), self_ws, cross_ws
 
 
 class Transformer(nn.Module):
