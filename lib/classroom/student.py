@@ -5,7 +5,8 @@ Usage (from the repository root; ``make student`` calls it)::
     .venv/bin/python -m lib.classroom.student [--out student] [chapter ...]
 
 ``chapter`` is a notebook's stem (``positional_encoding``) or path (``chapters/positional_encoding.ipynb``);
-without any, every notebook listed in ``_toc.yml`` is written. For each one, ``<out>/<chapter>.ipynb``:
+without any, every chapter of ``_toc.yml`` that has exercises is written (deeper dives and reference pages
+have none: students read them on the website). For each one, ``<out>/<chapter>.ipynb``:
 
 1. loses every solution: the cells tagged ``solution``, every cell from a ``{solution-start}`` marker through
    its ``{solution-end}`` (markers included), and every ``{solution}`` directive block inside a markdown cell
@@ -588,13 +589,17 @@ def make_student_notebook(nb: dict) -> tuple[dict, Report]:
 
 
 def toc_notebooks(root: Path = ROOT) -> list[Path]:
-    """The notebooks listed in ``_toc.yml`` (``root`` and every ``file`` entry), in the book's order.
+    """The chapters of the student edition: the notebooks listed in ``_toc.yml`` that hold exercises.
+
+    A deeper dive or a reference page (no ``{exercise}`` of its own) has nothing to hide from a student and is
+    read on the website.
 
     Args:
         root: the repository's root, which holds ``_toc.yml``.
 
     Returns:
-        The paths of the entries that are notebooks, without duplicates.
+        The paths of the entries (``root`` and every ``file``) that are notebooks with at least one exercise, in
+        the book's order, without duplicates.
     """
     import yaml
 
@@ -617,7 +622,7 @@ def toc_notebooks(root: Path = ROOT) -> list[Path]:
     paths = []
     for entry in entries:
         path = root / (entry if entry.endswith(".ipynb") else f"{entry}.ipynb")
-        if path.is_file() and path not in paths:
+        if path.is_file() and path not in paths and "{exercise}" in path.read_text(encoding="utf-8"):
             paths.append(path)
     return paths
 
@@ -632,7 +637,7 @@ def _select(chapters: list[str], root: Path) -> list[Path]:
         matches = [p for p in available if p.stem == stem]
         if not matches:
             known = ", ".join(p.stem for p in available)
-            raise SystemExit(f"{_PROG}: {chapter!r} is not a notebook in _toc.yml (known: {known})")
+            raise SystemExit(f"{_PROG}: {chapter!r} is not a notebook with exercises in _toc.yml (known: {known})")
         chosen += matches
     return chosen
 
@@ -675,7 +680,7 @@ def write_student_edition(
     Raises:
         ValueError: a chapter's solution markers do not match, or a solution is not valid Python (the message
             names the notebook).
-        SystemExit: a chapter is not a notebook in ``_toc.yml``.
+        SystemExit: a chapter is not a notebook with exercises in ``_toc.yml``.
     """
     import nbformat
 

@@ -1,8 +1,9 @@
 """Reader-facing text names the source documents as works, never by their file numbers.
 
-The book follows five Chinese documents (lecture notes and blog posts, listed under "Sources" in chapters/intro.md
-and in references.bib). While the book was written they were files 000 to 004 ("seed 001"), a name that means
-nothing to a reader. This test fails if any text a reader or student sees still says so:
+The book follows five Chinese documents (lecture notes and blog posts, described on the page "Sources and
+errata", chapters/sources_errata.ipynb, and in references.bib). While the book was written they were files 000 to
+004 ("seed 001"), a name that means nothing to a reader. This test fails if any text a reader or student
+sees still says so:
 
 - notebook markdown cells, code cells' source (comments, strings, figure titles) and stored outputs (text/plain,
   text/html with its alt texts, stream text, output metadata);
@@ -84,7 +85,9 @@ def test_notebook_text_names_no_source_file(path):
         found += [f"{where} source: {hit}" for hit in offending("".join(cell["source"]))]
         for j, output in enumerate(cell.get("outputs", [])):
             found += [f"{where} output {j}: {hit}" for hit in offending(_output_texts(output))]
-    assert not found, "name the source document as a work (see intro 'Sources'), not by its file:\n" + "\n".join(found)
+    assert not found, (
+        "name the source document as a work (see the page Sources and errata), not by its file:\n" + "\n".join(found)
+    )
 
 
 @pytest.mark.parametrize("path", MARKDOWN_PAGES + SOURCES + INCLUDED, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -94,4 +97,6 @@ def test_page_or_message_names_no_source_file(path):
         for text in [path.read_text(encoding="utf-8")]
         for m in FILE_NAME.finditer(text)
     ]
-    assert not found, "name the source document as a work (see intro 'Sources'), not by its file:\n" + "\n".join(found)
+    assert not found, (
+        "name the source document as a work (see the page Sources and errata), not by its file:\n" + "\n".join(found)
+    )

@@ -138,7 +138,7 @@ def test_command_line_and_stale_notebooks(tmp_path, capsys):
 
 
 def test_unknown_chapter_is_refused(tmp_path):
-    with pytest.raises(SystemExit, match=r"not a notebook in _toc\.yml"):
+    with pytest.raises(SystemExit, match=r"not a notebook with exercises in _toc\.yml"):
         student.write_student_edition(tmp_path, ["no_such_chapter"], quiet=True)
 
 
@@ -495,3 +495,10 @@ def test_student_notebook_runs_top_to_bottom(stem, built_student_dir, multi30k_d
             if not lines or not all(line.startswith("⏳") for line in lines):
                 errors.append(f"starter cell {i} printed {text!r}, expected only ⏳ lines")
     assert not errors, f"{stem} ({seconds:.0f} s):\n" + "\n".join(errors)
+
+
+def test_the_student_edition_is_the_chapters_with_exercises():
+    # a deeper dive and the reference pages have no exercises: they stay on the website
+    stems = [p.stem for p in CHAPTERS]
+    assert len(stems) == 12 and "sources_errata" not in stems, stems
+    assert all("{exercise}" in p.read_text(encoding="utf-8") for p in CHAPTERS)
