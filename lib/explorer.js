@@ -1,7 +1,13 @@
 // The attention explorer: a heatmap of one attention map with the tokens on both axes. The reader picks a
 // sentence, the kind of attention (encoder self, decoder self, cross), the layer and a head or the mean of the
-// heads; pointing at a cell (or moving to it with the arrow keys) shows the query token, the key token and the
-// weight, pointing at a token shows its whole row or column.
+// heads; pointing at a cell shows the query token, the key token and the weight, pointing at a token its whole
+// row or column. Mouse, touch and keyboard alike: a mouse previews what it hovers; a click or a tap pins a cell
+// or a token (a second tap on it, a tap elsewhere or Escape clears); focused, the map moves its pinned cell with
+// the arrow keys, Home and End.
+//
+// Tokens are shown as words: SentencePiece's word-start mark is dropped ("▁Hund" -> "Hund") and a piece that
+// continues a word gets a leading hyphen ("ing" -> "-ing"); see tokenLabel. The readout's data attributes keep
+// the tokens as the data has them.
 //
 // One ES module, no dependencies, for the static site and for a notebook (it lives in lib/ because both use it):
 //   the site: import { mount } from "./explorer.js";  const view = mount(element, data);  view.setData(other);
@@ -36,14 +42,22 @@ const CSS = `
 .attn-explorer .attn-controls { display: flex; flex-wrap: wrap; gap: .5em 1.2em; align-items: center; }
 .attn-explorer label { display: inline-flex; gap: .4em; align-items: center; max-width: 100%; }
 .attn-explorer select { font: inherit; padding: .15em .3em; max-width: 28em; min-width: 0; flex: 0 1 auto; }
-.attn-explorer select:focus-visible, .attn-explorer svg:focus-visible { outline: 3px solid #f59e0b; outline-offset: 2px; }
+.attn-explorer select:focus-visible { outline: 3px solid #f59e0b; outline-offset: 2px; }
 .attn-explorer .attn-readout { min-height: 1.5em; margin: .5em 0; font-variant-numeric: tabular-nums; }
 .attn-explorer .attn-figure { overflow-x: auto; contain: inline-size; } /* a wide map scrolls, not the page */
-.attn-explorer svg { display: block; }
+.attn-explorer svg { display: block; -webkit-tap-highlight-color: transparent; }
+/* The focus ring is drawn inside the scrolling box, which would clip a ring drawn around it. */
+.attn-explorer svg:focus { outline: none; }
+.attn-explorer svg:focus-visible { outline: 3px solid #f59e0b; outline-offset: -3px; }
+@supports selector(:has(*)) {
+  .attn-explorer svg:focus-visible { outline: none; }
+  .attn-explorer .attn-figure:has(> svg:focus-visible) { outline: 3px solid #f59e0b; outline-offset: -3px; }
+}
 .attn-explorer text { fill: currentColor; font-size: 12px; cursor: default; }
 .attn-explorer text.attn-active { font-weight: 700; fill: #b45309; }
 .attn-explorer .attn-band { fill: #f59e0b; opacity: .18; pointer-events: none; }
 .attn-explorer .attn-cursor { fill: none; stroke: #f59e0b; stroke-width: 2.5; pointer-events: none; }
+.attn-explorer .attn-cursor.attn-pinned { stroke: #b45309; stroke-width: 3.5; }
 .attn-explorer .attn-legend text { font-size: 11px; }
 `;
 
@@ -87,6 +101,24 @@ export function selectMap(sentence, kind, layer, head) {
   return heads[0].map((row, q) => row.map((_, k) => heads.reduce((s, h) => s + h[q][k], 0) / heads.length));
 }
 
+const WORD_START = "\u2581"; // SentencePiece's (Metaspace's) mark of a word's first piece
+const WORD_PIECE = /^[\p{L}\p{N}]/u;
+
+/**
+ * How a token is shown: a word's first piece without the word-start mark ("▁Hund" → "Hund", a lone "▁" → "␣"),
+ * and, where the tokens mark word starts (`metaspace`), a piece that continues a word with a leading hyphen
+ * ("ing" → "-ing"); punctuation and special tokens ("." "</s>") as they are.
+ */
+export function tokenLabel(token, metaspace = true) {
+  if (token.startsWith(WORD_START)) return token.length > 1 ? token.slice(1).replaceAll(WORD_START, " ") : "␣";
+  return metaspace && WORD_PIECE.test(token) ? `-${token}` : token.replaceAll(WORD_START, " ");
+}
+
+/** Whether a sentence's tokens mark word starts (the book's tokenizer does), so that continuations are marked. */
+export function marksWordStarts(sentence) {
+  return [...(sentence.src_tokens ?? []), ...(sentence.tgt_tokens ?? [])].some((t) => t.startsWith(WORD_START));
+}
+
 /**
  * Draw an explorer into `root` (its children are replaced).
  *
@@ -99,10 +131,16 @@ export function selectMap(sentence, kind, layer, head) {
  */
 export function mount(root, data, options = {}) {
   const doc = root.ownerDocument;
+  const win = doc.defaultView;
   injectStyle(doc);
   root.replaceChildren();
   root.classList.add("attn-explorer");
+  // cursor: the cell the arrow keys start from (the last cell pointed at, tapped or moved to)
   const state = { sentence: 0, kind: "cross", layer: 0, head: "mean", cursor: null };
+  // What stays shown when no mouse points at the map: { r, c } (a cell; a token's row or column has the other
+  // null), set by a click, a tap or the keyboard, cleared by a second tap, a tap elsewhere or Escape.
+  let pinned = null;
+  let lastPointer = { time: -Infinity, type: "mouse" }; // the latest pointerdown or pointerup on the map
   const uid = `attn${Math.random().toString(36).slice(2, 8)}`;
 
   const controls = el(doc, "div", { class: "attn-controls" });
@@ -123,10 +161,22 @@ export function mount(root, data, options = {}) {
   const figure = el(doc, "div", { class: "attn-figure" });
   root.append(controls, caption, readout, figure);
 
-  let current = null; // { sentence, map, rows, cols, ... } of what is drawn
+  let current = null; // { svg, sentence, map, rows, cols, labels, ... } of what is drawn
   const decimals = () => (Number.isInteger(data.decimals) ? data.decimals : 3);
   const fmt = (w) => w.toFixed(decimals());
   const kinds = (s) => Object.keys(KINDS).filter((k) => s.maps && s.maps[k] && s.maps[k].length);
+
+  // The width of a label in pixels, as the browser draws it in bold (the active label's weight).
+  const context = (() => {
+    try {
+      const c = doc.createElement("canvas").getContext("2d");
+      c.font = "700 12px system-ui, sans-serif";
+      return c;
+    } catch {
+      return null;
+    }
+  })();
+  const textWidth = (text) => (context ? context.measureText(text).width : 7.6 * text.length);
 
   function fillOptions(select, items, value) {
     select.replaceChildren(
@@ -173,16 +223,26 @@ export function mount(root, data, options = {}) {
     syncControls();
     const s = data.sentences[state.sentence];
     const { rows, cols, rowName, colName } = axes(s, state.kind);
+    const metaspace = marksWordStarts(s);
+    const rowText = rows.map((t) => tokenLabel(t, metaspace));
+    const colText = cols.map((t) => tokenLabel(t, metaspace));
     const map = selectMap(s, state.kind, state.layer, state.head);
     const max = Math.max(1e-9, ...map.flat());
     caption.textContent = s.translation !== undefined ? `${s.source} → ${s.translation}` : (s.source ?? "");
     caption.hidden = !caption.textContent || options.caption === false;
 
-    const cell = Math.max(12, Math.min(30, Math.floor(560 / Math.max(rows.length, cols.length))));
-    const charW = 7.2;
-    const left = 10 + charW * Math.max(...rows.map((t) => t.length), 3);
-    const top = 14 + 0.82 * charW * Math.max(...cols.map((t) => t.length), 3); // labels at -55°
-    const width = left + cell * cols.length + 70;
+    // Cells of 30 px for a short sentence, smaller for a long one down to what a finger (coarse pointer) or a
+    // mouse can still hit; a map wider than the page scrolls inside its box.
+    const coarse = win?.matchMedia?.("(pointer: coarse)").matches;
+    const cell = Math.max(coarse ? 20 : 14, Math.min(30, Math.floor(560 / Math.max(rows.length, cols.length))));
+    // Column labels at -55° need 16 px between columns not to overlap; closer columns get upright labels.
+    const angle = cell >= 16 ? -55 : -90;
+    const longest = (labels) => Math.max(...labels.map(textWidth), textWidth("000"));
+    const left = 12 + longest(rowText);
+    const slant = angle === -90 ? 1 : Math.sin((55 * Math.PI) / 180); // the height of a label per pixel of its width
+    const top = 16 + slant * longest(colText);
+    const lastCol = angle === -90 ? 0 : Math.cos((55 * Math.PI) / 180) * textWidth(colText[colText.length - 1] ?? "");
+    const width = left + cell * cols.length + Math.max(70, lastCol + 4);
     const height = top + cell * rows.length + 10;
     const svg = el(
       doc,
@@ -197,7 +257,7 @@ export function mount(root, data, options = {}) {
         "aria-label":
           `${KINDS[state.kind]}, layer ${state.layer}, ` +
           `${state.head === "mean" ? "mean of the heads" : `head ${state.head}`}: ` +
-          `${rows.length} query rows by ${cols.length} key columns. Arrow keys move between cells.`,
+          `${rows.length} query rows by ${cols.length} key columns. Arrow keys move between cells, Escape clears.`,
         "aria-describedby": readout.id,
       },
       SVG,
@@ -224,25 +284,23 @@ export function mount(root, data, options = {}) {
         cells.append(rect);
       }),
     );
-    const rowLabels = rows.map((t, r) => {
+    const rowLabels = rowText.map((t, r) => {
       const text = el(
         doc,
         "text",
         { class: "attn-row-label", x: left - 6, y: top + (r + 0.5) * cell, "text-anchor": "end",
-          "dominant-baseline": "central", "data-row": r },
+          "dominant-baseline": "central", "data-row": r, "data-token": rows[r] },
         SVG,
       );
       text.textContent = t;
       return text;
     });
-    const colLabels = cols.map((t, c) => {
+    const colLabels = colText.map((t, c) => {
       const x = left + (c + 0.5) * cell;
-      const text = el(
-        doc,
-        "text",
-        { class: "attn-col-label", x, y: top - 6, transform: `rotate(-55 ${x} ${top - 6})`, "data-col": c },
-        SVG,
-      );
+      const attrs = { class: "attn-col-label", x, y: top - 6, transform: `rotate(${angle} ${x} ${top - 6})`,
+        "data-col": c, "data-token": cols[c] };
+      if (angle === -90) attrs["dominant-baseline"] = "central";
+      const text = el(doc, "text", attrs, SVG);
       text.textContent = t;
       return text;
     });
@@ -266,14 +324,21 @@ export function mount(root, data, options = {}) {
     legend.append(maxText, zeroText);
     svg.append(cells, ...rowLabels, ...colLabels, rowBand, colBand, cursor, legend);
     figure.replaceChildren(svg);
-    current = { s, rows, cols, rowName, colName, map, cell, left, top, rowLabels, colLabels, rowBand, colBand, cursor };
-    svg.addEventListener("pointermove", onPointer);
-    svg.addEventListener("pointerleave", () => clear());
-    svg.addEventListener("keydown", onKey);
-    svg.addEventListener("focus", () => {
-      if (!state.cursor) state.cursor = [0, 0];
-      highlight(...state.cursor);
+    current = { svg, s, rows, cols, rowText, colText, rowName, colName, map, cell, left, top, rowLabels, colLabels,
+      rowBand, colBand, cursor };
+    pinned = null;
+    const pointed = (event) => {
+      lastPointer = { time: event.timeStamp, type: event.pointerType || "mouse" };
+    };
+    svg.addEventListener("pointerdown", pointed);
+    svg.addEventListener("pointerup", pointed);
+    svg.addEventListener("pointermove", onPointerMove);
+    svg.addEventListener("pointerleave", (event) => {
+      if (event.pointerType === "mouse") restore(); // (a finger "leaves" at the end of every tap)
     });
+    svg.addEventListener("click", onClick);
+    svg.addEventListener("keydown", onKey);
+    svg.addEventListener("focus", onFocus);
     clear();
   }
 
@@ -284,32 +349,38 @@ export function mount(root, data, options = {}) {
 
   /** Highlight row r and/or column c (either may be null) and describe them in the readout. */
   function highlight(r, c) {
-    const { rows, cols, rowName, colName, map, cell, left, top } = current;
+    const { rows, cols, rowText, colText, rowName, colName, map, cell, left, top } = current;
+    const isPinned = pinned !== null && pinned.r === r && pinned.c === c;
     current.rowLabels.forEach((t, i) => t.classList.toggle("attn-active", i === r));
     current.colLabels.forEach((t, i) => t.classList.toggle("attn-active", i === c));
     band(current.rowBand, r !== null, left, top + (r ?? 0) * cell, cols.length * cell, cell);
     band(current.colBand, c !== null, left + (c ?? 0) * cell, top, cell, rows.length * cell);
     const both = r !== null && c !== null;
     current.cursor.setAttribute("visibility", both ? "visible" : "hidden");
+    current.cursor.classList.toggle("attn-pinned", isPinned);
+    readout.dataset.pinned = String(isPinned);
     if (both) {
       current.cursor.setAttribute("x", left + c * cell);
       current.cursor.setAttribute("y", top + r * cell);
       const w = map[r][c];
-      readout.textContent = `${rowName} “${rows[r]}” → ${colName} “${cols[c]}”: ${fmt(w)}`;
+      readout.textContent = `${rowName} “${rowText[r]}” → ${colName} “${colText[c]}”: ${fmt(w)}`;
       Object.assign(readout.dataset, { row: r, col: c, weight: fmt(w), query: rows[r], key: cols[c] });
     } else if (r !== null) {
       const row = map[r];
       const best = row.indexOf(Math.max(...row));
+      // The weights shown are rounded, so their sum is 1 only up to that rounding: it is shown to one decimal
+      // fewer (1.00, not 1.003).
       const sum = row.reduce((a, b) => a + b, 0);
       readout.textContent =
-        `${rowName} “${rows[r]}”: its weights sum to ${fmt(sum)}; the largest, ${fmt(row[best])}, ` +
-        `is on ${colName} “${cols[best]}”`;
+        `${rowName} “${rowText[r]}”: its weights sum to ${sum.toFixed(Math.max(0, decimals() - 1))} ` +
+        `(each shown rounded to ${decimals()} decimals); the largest, ${fmt(row[best])}, ` +
+        `is on ${colName} “${colText[best]}”`;
       Object.assign(readout.dataset, { row: r, col: "", weight: "", query: rows[r], key: "" });
     } else if (c !== null) {
       const column = map.map((row) => row[c]);
       const best = column.indexOf(Math.max(...column));
       readout.textContent =
-        `${colName} “${cols[c]}”: attended to most, ${fmt(column[best])}, by ${rowName} “${rows[best]}”`;
+        `${colName} “${colText[c]}”: attended to most, ${fmt(column[best])}, by ${rowName} “${rowText[best]}”`;
       Object.assign(readout.dataset, { row: "", col: c, weight: "", query: "", key: cols[c] });
     }
   }
@@ -318,36 +389,86 @@ export function mount(root, data, options = {}) {
     if (!current) return;
     current.rowLabels.concat(current.colLabels).forEach((t) => t.classList.remove("attn-active"));
     for (const b of [current.rowBand, current.colBand, current.cursor]) b.setAttribute("visibility", "hidden");
-    readout.textContent = "Point at a cell or a token (or focus the map and use the arrow keys).";
-    Object.assign(readout.dataset, { row: "", col: "", weight: "", query: "", key: "" });
+    current.cursor.classList.remove("attn-pinned");
+    readout.textContent =
+      "Point at or tap a cell or a token (tap it again or press Escape to clear; focus the map to use the arrow keys).";
+    Object.assign(readout.dataset, { row: "", col: "", weight: "", query: "", key: "", pinned: "false" });
   }
 
-  function onPointer(event) {
-    const d = event.target.dataset || {};
+  /** Show what is pinned, or nothing. */
+  function restore() {
+    if (pinned) highlight(pinned.r, pinned.c);
+    else clear();
+  }
+
+  function pin(target) {
+    pinned = target;
+    if (target.r !== null && target.c !== null) state.cursor = [target.r, target.c];
+    highlight(target.r, target.c);
+  }
+
+  /** The cell, row label or column label an event is on: { r, c } (null for a label's other axis), or null. */
+  function targetOf(event) {
+    const d = event.target?.dataset || {};
     const r = d.row !== undefined ? Number(d.row) : null;
     const c = d.col !== undefined ? Number(d.col) : null;
-    if (r === null && c === null) return clear();
-    if (r !== null && c !== null) state.cursor = [r, c];
-    highlight(r, c);
+    return r === null && c === null ? null : { r, c };
+  }
+
+  function onPointerMove(event) {
+    if (event.pointerType !== "mouse") return; // a finger or a pen selects by tapping (onClick)
+    const target = targetOf(event);
+    if (!target) return restore();
+    if (target.r !== null && target.c !== null) state.cursor = [target.r, target.c];
+    highlight(target.r, target.c);
+  }
+
+  function onClick(event) {
+    const target = targetOf(event);
+    const type = event.pointerType || (event.timeStamp - lastPointer.time < 1500 ? lastPointer.type : "mouse");
+    if (target && !(pinned && pinned.r === target.r && pinned.c === target.c)) return pin(target);
+    pinned = null; // a second tap on what is pinned, or a tap beside the cells
+    if (type === "mouse" && target) highlight(target.r, target.c); // the mouse still points at it
+    else clear();
+  }
+
+  function onFocus(event) {
+    // A click or a tap focuses the map too: then the click pins what it is on. From the keyboard, the map pins the
+    // cell the arrow keys start from.
+    if (event.timeStamp - lastPointer.time < 1500) return;
+    if (!state.cursor) state.cursor = [0, 0];
+    pin({ r: state.cursor[0], c: state.cursor[1] });
   }
 
   function onKey(event) {
     const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
-    const [r, c] = state.cursor ?? [0, 0];
+    const [r, c] = pinned && pinned.r !== null && pinned.c !== null ? [pinned.r, pinned.c] : (state.cursor ?? [0, 0]);
     let next;
     if (moves[event.key]) next = [r + moves[event.key][0], c + moves[event.key][1]];
     else if (event.key === "Home") next = [r, 0];
     else if (event.key === "End") next = [r, current.cols.length - 1];
-    else if (event.key === "Escape") return clear();
-    else return;
+    else if (event.key === "Escape") {
+      pinned = null;
+      return clear();
+    } else return;
     event.preventDefault();
     next = [
       Math.min(current.rows.length - 1, Math.max(0, next[0])),
       Math.min(current.cols.length - 1, Math.max(0, next[1])),
     ];
-    state.cursor = next;
-    highlight(...next);
+    pin({ r: next[0], c: next[1] });
+    current.cursor.scrollIntoView?.({ block: "nearest", inline: "nearest" }); // a long map scrolls to the cell
   }
+
+  // A tap or a click anywhere else on the page clears what is pinned. (pointerup: a finger that scrolls the page
+  // ends with pointercancel instead, so scrolling keeps the pin.)
+  const onOutside = (event) => {
+    if (pinned && current && !current.svg.contains(event.target)) {
+      pinned = null;
+      clear();
+    }
+  };
+  doc.addEventListener("pointerup", onOutside);
 
   const onChange = (name, parse) => (event) => {
     state[name] = parse(event.target.value);
@@ -375,6 +496,7 @@ export function mount(root, data, options = {}) {
     },
     state,
     destroy() {
+      doc.removeEventListener("pointerup", onOutside);
       root.replaceChildren();
     },
   };

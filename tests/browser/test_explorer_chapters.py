@@ -4,9 +4,10 @@ Four chapter pages embed the explorer with the ``{attention-explorer}`` directiv
 ``lib.explorer``): Bahdanau attention (the recurrent model's cross-attention), self-attention and multi-head
 attention (the shipped Transformer's encoder self-attention, opening on the head the chapter discusses) and the
 capstone (every kind of map). On each page: the embedded data holds the kinds the chapter asks for; the first view
-is the one the directive names; every sentence × kind × layer × head drawn is the data's map with the data's tokens,
-and switching a control changes the map; pointing at a cell shows its token pair and weight, as the data has them;
-no console error, no failed request.
+is the one the directive names; every sentence × kind × layer × head drawn is the data's map with the data's tokens
+(labelled as words: no SentencePiece ``▁``), and switching a control changes the map; pointing at a cell shows its
+token pair and weight, as the data has them, and pointing at a token its row's sum as the rounding it is (1.00);
+no console error, no failed request. Taps on a phone and the keyboard: ``test_explorer_touch.py``.
 
 Needs a built site (``make book``, or a build of these pages).
 """
@@ -17,7 +18,7 @@ import json
 
 import pytest
 
-from .test_live_translation import VIEW_JS, axes, drawn_map, embedded_data, problems
+from .test_live_translation import VIEW_JS, WORD_START, axes, drawn_map, embedded_data, problems
 
 EXPLORER = "#attention-explorer-0"
 
@@ -51,6 +52,7 @@ def want_map(sentence: dict, kind: str, layer: int, head: str) -> tuple[list[lis
 def assert_drawn(page, sentence: dict, kind: str, layer: int, head: str, where) -> list[list[float]]:
     view = page.locator(EXPLORER).evaluate(VIEW_JS)
     assert (view["rows"], view["cols"]) == axes(sentence, kind), where
+    assert not [t for t in view["rows"] + view["cols"] if WORD_START in t], where
     grid = drawn_map(view)
     want, tolerance = want_map(sentence, kind, layer, head)
     worst = max(abs(g - w) for gr, wr in zip(grid, want) for g, w in zip(gr, wr))
@@ -132,6 +134,14 @@ def test_chapter_explorer_hover_shows_the_token_pair_and_weight(visit, server, p
         assert readout.inner_text() == f"{row_name} “{rows[r]}” → key “{cols[c]}”: {weights[r][c]:.3f}", (r, c)
         assert page.locator(f"{EXPLORER} text.attn-active").all_text_contents() == [rows[r], cols[c]]
         assert (readout.get_attribute("data-row"), readout.get_attribute("data-col")) == (str(r), str(c))
+    # a query token: its row's sum, to one decimal fewer than the rounded weights it adds up
+    r = len(rows) // 2
+    page.locator(f"{EXPLORER} text.attn-row-label[data-row='{r}']").hover()
+    total = sum(weights[r])  # what the explorer adds: the weights as drawn
+    assert abs(total - 1) < 0.005, total
+    assert readout.inner_text().startswith(
+        f"{row_name} “{rows[r]}”: its weights sum to {total:.2f} (each shown rounded to 3 decimals); the largest, "
+    )
     assert problems(v, server, log_start) == []
 
 

@@ -2,13 +2,17 @@
 
 - The explorer embedded in ``chapters/translate_live.html`` (the ``{attention-explorer}`` directive) draws every
   map of its data (each sentence, kind, layer, head and the mean) with the right tokens and weights; every row
-  sums to 1 within rounding; pointing at a cell or moving to it with the keyboard shows its tokens and weight.
+  sums to 1 within rounding; pointing at a cell or moving to it with the keyboard shows its tokens and weight; a
+  row's readout gives its sum as the rounding it is (1.00). Tokens are labelled as words (no SentencePiece ``▁``).
+  (Taps on a touch phone: ``test_explorer_touch.py``.)
 - The live page's text handling (``tools/explorer/text.js`` with ``@huggingface/tokenizers``) gives the ids
   ``lib.translate`` gives, on the whole test set and on awkward strings.
 - 20 sentences of the Multi30k test set typed into the live page give exactly what
   ``python -m lib.translate --run models/de-en`` prints; the cross-attention shown for each has one row per
-  produced token and rows that sum to 1. It prints the page weight and the latencies, and writes them with the
-  screenshots into ``_build/screenshots/``.
+  produced token, rows that sum to 1 and no ``▁`` in its labels. It prints the page weight and the latencies, and
+  writes them with the screenshots into ``_build/screenshots/``.
+- A blank input gives a prompt, not a translation; a long input (over 150 sub-words) gives column labels that do
+  not overlap, in a map that scrolls inside its box (the page does not), and the keyboard scrolls to its cell.
 - Opened from ``file://``, the page says why it cannot translate and what to run instead, and the embedded
   explorer still works.
 
@@ -17,6 +21,7 @@ Needs a site built by ``make book`` (which exports the model into ``_static/live
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -79,12 +84,32 @@ def drawn_map(view) -> list[list[float]]:
     return grid
 
 
-def axes(sentence: dict, kind: str) -> tuple[list[str], list[str]]:
+WORD_START = "\u2581"  # SentencePiece's word-start mark, which the explorer does not show
+
+
+def shown(token: str, metaspace: bool = True) -> str:
+    """A token as the explorer labels it (lib/explorer.js, tokenLabel): ``▁Hund`` -> ``Hund``, ``ing`` -> ``-ing``."""
+    if token.startswith(WORD_START):
+        return token[1:].replace(WORD_START, " ") if len(token) > 1 else "␣"
+    if metaspace and token[:1].isalnum():
+        return "-" + token
+    return token.replace(WORD_START, " ")
+
+
+def tokens(sentence: dict, kind: str) -> tuple[list[str], list[str]]:
+    """The row and column tokens of a kind of map, as the data holds them."""
     if kind == "encoder":
         return sentence["src_tokens"], sentence["src_tokens"]
     if kind == "decoder":
         return sentence["tgt_tokens"], sentence["tgt_input_tokens"]
     return sentence["tgt_tokens"], sentence["src_tokens"]
+
+
+def axes(sentence: dict, kind: str) -> tuple[list[str], list[str]]:
+    """The row and column labels of a kind of map, as the explorer shows them (words, no ``▁``)."""
+    metaspace = any(t.startswith(WORD_START) for t in sentence["src_tokens"] + sentence["tgt_tokens"])
+    rows, cols = tokens(sentence, kind)
+    return [shown(t, metaspace) for t in rows], [shown(t, metaspace) for t in cols]
 
 
 def test_embedded_data_rows_sum_to_one(visit, server):
@@ -155,7 +180,8 @@ def test_hover_and_keyboard_show_the_token_pair_and_weight(visit, server):
     page.select_option(f"{EXPLORER} select[data-control=layer]", "1")
     page.select_option(f"{EXPLORER} select[data-control=head]", "2")
     weights = s["maps"]["cross"][1][2]
-    tgt, src = s["tgt_tokens"], s["src_tokens"]
+    tgt, src = axes(s, "cross")  # the labels: words, without SentencePiece's ▁
+    assert not any(WORD_START in t for t in tgt + src) and any(t.startswith("-") for t in tgt + src)
     readout = page.locator(f"{EXPLORER} .attn-readout")
     for r, c in [(0, 0), (1, 2), (len(tgt) - 1, len(src) - 1), (2, 1)]:
         page.locator(f"{EXPLORER} rect.attn-cell[data-row='{r}'][data-col='{c}']").hover()
@@ -164,11 +190,12 @@ def test_hover_and_keyboard_show_the_token_pair_and_weight(visit, server):
         assert active == [tgt[r], src[c]]  # the row's and the column's token are highlighted
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "explorer_hover.png"))  # the cell (2, 1) pointed at
-    # a row's token: the row's sum and its largest weight
+    # a row's token: the row's sum, shown as the rounding it is (the weights are rounded), and its largest weight
     page.locator(f"{EXPLORER} text.attn-row-label[data-row='1']").hover()
     best = max(range(len(src)), key=lambda k: (weights[1][k], -k))
+    assert f"{sum(weights[1]):.2f}" == "1.00"
     assert readout.inner_text() == (
-        f"query predicting “{tgt[1]}”: its weights sum to {sum(weights[1]):.3f}; the largest, "
+        f"query predicting “{tgt[1]}”: its weights sum to 1.00 (each shown rounded to 3 decimals); the largest, "
         f"{weights[1][best]:.3f}, is on key “{src[best]}”"
     )
     # the keyboard: focusing the map shows the cell last pointed at, (2, 1); then right, right, down
@@ -271,6 +298,7 @@ def test_live_page_translates_test_sentences_as_lib_translate(visit, server, exp
         grid = drawn_map(view)
         assert view["cols"][-1] == "</s>" and len(view["rows"]) >= 1
         assert all(abs(sum(row) - 1) <= len(row) * 0.5e-3 + 1e-9 for row in grid)
+        assert not [t for t in view["rows"] + view["cols"] if WORD_START in t], (sentence, view["rows"], view["cols"])
     page.locator("#live-explorer rect.attn-cell[data-row='1'][data-col='1']").hover()
     page.screenshot(path=str(SCREENSHOTS / "translate_live_after_20.png"), full_page=True)
     agree = sum(g == e for g, e in zip(got, expected))
@@ -296,22 +324,81 @@ def test_live_page_translates_test_sentences_as_lib_translate(visit, server, exp
 
 
 def test_blank_and_special_text(visit, server):
-    """A blank line translates to nothing (no model run, no map); </s> typed in the text is text, not the end."""
+    """A blank input gives a prompt (no model run, no map, no "Translated in 0 ms"); </s> typed in the text is text."""
     log_start = len(server.log)
     v = visit(PAGE, wait_maths=False)
     page = v.page
     wait_until_ready(page)
     count = int(page.get_attribute("#live-output", "data-count"))
-    page.fill("#live-input", "   ")
-    page.press("#live-input", "Enter")
-    page.wait_for_function(f"() => +document.getElementById('live-output').dataset.count > {count}")
-    assert page.inner_text("#live-output") == ""
-    assert page.locator("#live-explorer rect.attn-cell").count() == 0
+    for blank in ("", "   "):
+        page.fill("#live-input", blank)
+        page.press("#live-input", "Enter")
+        page.wait_for_function("() => document.getElementById('live-status').dataset.state === 'empty'")
+        status = page.inner_text("#live-status")
+        assert status == "Type a German sentence in the box above, then press Enter or Translate.", status
+        assert page.inner_text("#live-output") == ""
+        assert page.locator("#live-explorer rect.attn-cell").count() == 0
+        assert int(page.get_attribute("#live-output", "data-count")) == count  # nothing was translated
+        page.fill("#live-input", "Ein Hund rennt.")  # leave the prompt before the next blank
+        page.press("#live-input", "Enter")
+        count += 1
+        page.wait_for_function(f"() => +document.getElementById('live-output').dataset.count >= {count}")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.fill("#live-input", "")
+    page.click("#live-go")
+    page.wait_for_function("() => document.getElementById('live-status').dataset.state === 'empty'")
+    page.locator("#live-translate").screenshot(path=str(SCREENSHOTS / "translate_live_empty.png"))
     page.fill("#live-input", "Ein Hund </s> rennt.")
     page.press("#live-input", "Enter")
-    page.wait_for_function(f"() => +document.getElementById('live-output').dataset.count > {count + 1}")
+    page.wait_for_function(f"() => +document.getElementById('live-output').dataset.count > {count}")
     cols = page.locator("#live-explorer text.attn-col-label").all_text_contents()
     assert cols.count("</s>") == 1 and cols[-1] == "</s>"
+    assert problems(v, server, log_start) == []
+
+
+def test_long_input_gives_readable_labels_in_a_scrolling_map(visit, server):
+    """A long paragraph: no two column labels overlap, the map scrolls in its box, the page does not scroll."""
+    test = [de for de, _ in load_multi30k("test_2016_flickr")]
+    paragraph = " ".join(test[:12])
+    log_start = len(server.log)
+    v = visit(PAGE, wait_maths=False)
+    page = v.page
+    wait_until_ready(page)
+    count = int(page.get_attribute("#live-output", "data-count"))
+    page.fill("#live-input", paragraph)
+    page.press("#live-input", "Enter")
+    page.wait_for_function(f"() => +document.getElementById('live-output').dataset.count > {count}", timeout=60_000)
+    assert page.get_attribute("#live-status", "data-state") == "done"
+    labels = page.locator("#live-explorer text.attn-col-label")
+    n = labels.count()
+    assert n > 150, f"the paragraph gave only {n} sub-words"  # one piece: more than 150 columns, under 255
+    assert not [t for t in labels.all_text_contents() if WORD_START in t]
+    boxes = labels.evaluate_all(
+        "ts => ts.map(t => { const b = t.getBoundingClientRect(); return [b.left, b.right, b.top, b.bottom]; })"
+    )
+    overlaps = [
+        i for i, (a, b) in enumerate(itertools.pairwise(boxes)) if a[1] > b[0] + 0.5 and a[3] > b[2] and b[3] > a[2]
+    ]
+    assert not overlaps, f"{len(overlaps)} column labels overlap their neighbour, e.g. at column {overlaps[0]}"
+    sizes = page.evaluate(
+        """() => { const f = document.querySelector('#live-explorer .attn-figure');
+          return { box: f.clientWidth, map: f.scrollWidth, page: document.documentElement.scrollWidth,
+                   window: window.innerWidth }; }"""
+    )
+    assert sizes["map"] > sizes["box"] and sizes["page"] <= sizes["window"], sizes
+    # the keyboard's cell stays in view: End scrolls the box to the last column
+    page.locator("#live-explorer svg").focus()
+    page.keyboard.press("End")
+    readout = page.locator("#live-explorer .attn-readout")
+    assert readout.get_attribute("data-col") == str(n - 1) and readout.get_attribute("data-pinned") == "true"
+    seen = page.evaluate(
+        """() => { const f = document.querySelector('#live-explorer .attn-figure').getBoundingClientRect();
+          const c = document.querySelector('#live-explorer .attn-cursor').getBoundingClientRect();
+          return c.left >= f.left - 1 && c.right <= f.right + 1; }"""
+    )
+    assert seen, "End moved the cursor out of the map's visible part"
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.locator("#live-translate").screenshot(path=str(SCREENSHOTS / "translate_live_long.png"))
     assert problems(v, server, log_start) == []
 
 

@@ -7,7 +7,8 @@
 //   steps append argmax(logits) and stop after </s>. A text longer than max_len - 1 ids is translated in pieces,
 //   as lib.translate does (text.js: pieces), and the pieces' translations are joined with a space.
 //
-// Used by chapters/translate_live.md: start({ form, input, output, status, explorer }) with its elements.
+// Used by chapters/translate_live.md: start({ form, input, output, status, explorer }) with its elements. The status
+// line's data-state is "loading", "done", "empty" (a blank input: a prompt instead of a translation) or "error".
 
 import { mount } from "./explorer.js";
 import { clean, decodeIds, pieces, plainTokenizerJSON } from "./text.js";
@@ -160,6 +161,15 @@ export async function start({ form, input, output, status, explorer }) {
   let view = null;
   let count = 0;
   const run = async () => {
+    if (!clean(input.value)) {
+      // Nothing to translate (a blank line translates to nothing, as in lib.translate): say what to do instead.
+      output.textContent = "";
+      view?.destroy();
+      view = null;
+      say("Type a German sentence in the box above, then press Enter or Translate.", "empty");
+      input.focus();
+      return;
+    }
     button.disabled = true;
     const t0 = performance.now();
     try {
