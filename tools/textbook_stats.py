@@ -154,12 +154,12 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(stats, indent=1))
     else:
         keys = list(LIMITS)
-        print(f"{'page':44} " + " ".join(f"{k:>16}" for k in keys))
+        print(f"{'page':52} " + " ".join(f"{k:>16}" for k in keys))
         rows = [(p, c) for p, c in stats["chapters"].items()]
         rows += [(f"  deeper: {p}", c) for p, c in stats["deeper_dives"].items()]
         for page, counts in rows:
-            print(f"{page:44} " + " ".join(f"{counts[k]:>16}" for k in keys))
-        print(f"{'limit per core page':44} " + " ".join(f"{LIMITS[k]:>16}" for k in keys))
+            print(f"{page:52} " + " ".join(f"{counts[k]:>16}" for k in keys))
+        print(f"{'limit per core page':52} " + " ".join(f"{LIMITS[k]:>16}" for k in keys))
         print(f"total words of the core pages: {stats['total_words']} (limit {TOTAL_WORDS})")
     bad = over_limits(stats)
     if args.check and bad:

@@ -4,3 +4,5 @@ One module per chapter (``lib.book.self_attention``, ...): timing harnesses, bat
 figure builders that only one chapter uses. The ideas themselves live in the modules a chapter shows
 (``lib.attention``, ``lib.transformer``, ...); nothing else in ``lib`` imports this package.
 """
+
+__all__: list[str] = []

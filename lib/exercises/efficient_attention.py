@@ -210,7 +210,7 @@ def _check_linear_attention(answer: Any) -> str | None:
         raise AssertionError(
             f"the values are right, but at n = {n} your function held {peak / 2**20:.1f} MiB of tensors at once, "
             f"as much as an n × n matrix ({square / 2**20:.0f} MiB): it computed φ(Q) φ(K)ᵀ. "
-            "That is the order in yan's post for the denominator, φ(Q)φ(K)ᵀ1, and it is O(n²); "
+            "That is the denominator φ(Q)φ(K)ᵀ1 read left to right, and it is O(n²); "
             "compute φ(K)ᵀ1 (a vector of m numbers) "
             "first, then φ(Q)(φ(K)ᵀ1)"
         )

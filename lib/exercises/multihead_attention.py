@@ -91,8 +91,7 @@ def _check_split_heads(answer: Any) -> str | None:
 def _check_d_k(answer: Any) -> str | None:
     """``answer(d_model, num_heads)`` must return d_model / num_heads and raise ValueError if not whole."""
     require_callable(answer, "d_k(d_model, num_heads)")
-    # the paper's base model (the 'Genius on the left' post's slip), that post's worked example and encoder
-    # walk-through,
+    # the paper's base model, the chapter's worked example (8, 2), a model of width 4 with 2 heads,
     # the paper's big model, this book's model, a wide variant, one head
     configs = [(512, 8), (8, 2), (4, 2), (1024, 16), (128, 4), (256, 8), (64, 1)]
     values = [as_number(call_answer(answer, d, h), f"d_k({d}, {h})") for d, h in configs]
@@ -100,9 +99,8 @@ def _check_d_k(answer: Any) -> str | None:
     if values != expected:
         wrong = [
             (
-                "you divided by h twice (d_model / h²); the 'Genius on the left' post prints d_k = 8 for "
-                "d_model = 512, h = 8, "
-                "but it is 512 / 8 = 64",
+                "you divided by h twice (d_model / h²): for d_model = 512 and h = 8 that gives 8, but each "
+                "head gets 512 / 8 = 64 features",
                 lambda d, h: d / h**2,
             ),
             ("that is the number of heads h, not the features per head", lambda d, h: float(h)),
@@ -128,7 +126,7 @@ def _check_d_k(answer: Any) -> str | None:
             f"d_k({d_model}, {heads}) returned {value!r}; it should raise ValueError, because {heads} heads "
             f"cannot split {d_model} features evenly (lib's MultiHeadAttention refuses too)"
         )
-    return "The paper's base model: 512 / 8 = 64 features per head (not the 'Genius on the left' post's 8)."
+    return "The paper's base model: 512 / 8 = 64 features per head (8 is the number of heads, not d_k)."
 
 
 # --------------------------------------------------------------------------------------------

@@ -60,7 +60,7 @@ def _pe_row_variants(pos: int, d_model: int) -> dict[str, np.ndarray]:
 def _check_pe_row(answer: Any) -> str | None:
     """``answer(pos, d_model)`` must return the d_model values PE(pos, 0 .. d_model-1)."""
     require_callable(answer, "pe_row(pos, d_model)")
-    # The 'Genius on the left' post's worked row first, then pos = 0 (the [0, 1, 0, 1, ...] edge), then wider tables.
+    # The chapter's worked row first, then pos = 0 (the [0, 1, 0, 1, ...] edge), then wider tables.
     for pos, d_model in [(1, 8), (0, 8), (3, 8), (7, 4), (1, 2), (25, 128), (49, 128)]:
         expected = sinusoidal_positional_encoding(pos + 1, d_model)[pos].double().numpy()
         got = as_array(call_answer(answer, pos, d_model), f"pe_row({pos}, {d_model})").ravel()
@@ -74,7 +74,7 @@ def _check_pe_row(answer: Any) -> str | None:
             raise AssertionError(
                 f"for pos={pos}, d_model={d_model} your row is {fmt(got)}; expected {fmt(expected)}.{hint}"
             )
-    return "Row 1 for d_model = 8 is the 'Genius on the left' post's [0.84147, 0.54030, 0.09983, 0.99500, ...]."
+    return "Row 1 for d_model = 8 is [0.84147, 0.54030, 0.09983, 0.99500, ...], the worked row of the chapter's §2."
 
 
 @exercise(

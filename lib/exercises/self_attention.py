@@ -289,8 +289,8 @@ def _check_max_seq_len(answer: Any) -> str | None:
         )
         raise AssertionError(f"{call} is {value:g}; expected {expected}.{hint}")
     return (
-        "A 16 GiB budget holds the float32 weights of 8 heads up to n = 23,170 tokens; lib's explicit path "
-        "also keeps the scaled scores, so its limit is about n / √2."
+        "A 16 GiB budget holds the float32 weights of 8 heads up to n = 23,170 tokens; in training, lib's explicit "
+        "path also keeps the scaled scores for the backward pass, so its limit there is about n / √2."
     )
 
 

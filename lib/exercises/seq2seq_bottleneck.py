@@ -100,8 +100,8 @@ def _check_summary(answer: Any) -> str | None:
             )
     return (
         "c = [→h_last; ←h_1] has d_hidden numbers for a sentence of 1 token and of 100: that fixed size is "
-        "the bottleneck. Seq2Seq.summary reads it this way, and tests/test_seq2seq.py checks that it equals "
-        "the final states the GRU returns."
+        "the bottleneck. Seq2Seq.summary reads it this way, and the book's tests check that it equals the "
+        "final states the GRU returns."
     )
 
 
@@ -161,7 +161,7 @@ def _check_path_length(answer: Any) -> str | None:
     wrong = [case for case in cases if got[case] != _path_length(*case)]
     if not wrong:
         return (
-            "the 'Everything is a mapping' post's chain: 'The' → '狗' is 6 steps, 'cat' → '猫' is 4. "
+            "the chain of the chapter's §2: 'The' → '狗' is 6 steps, 'cat' → '猫' is 4. "
             "With attention (next chapter) "
             "every pair is 2 steps apart: x_j → h_j → h'_i."
         )

@@ -28,7 +28,7 @@ _CHAPTER = "transformer"
 
 
 def _layer_norm_inputs() -> list[torch.Tensor]:
-    """Inputs: the embedded row 0 of "BERT on the left, GPT on the right"; a constant row (the ε edge); a 3-D tensor."""
+    """Inputs: the embedded row 0 of the chapter's encoder layer by hand; a constant row (the ε edge); a 3-D tensor."""
     gen = torch.Generator().manual_seed(0)
     return [
         torch.tensor([[1.0, 3.0, 3.0, 5.0]]),
@@ -86,8 +86,8 @@ def _check_layer_norm(answer: Any) -> str | None:
                 f"expected {fmt(expected.reshape(-1, x.shape[-1])[0])}.{hint}"
             )
     return (
-        "The 'Genius on the left' post's embedded row [1, 3, 3, 5] has μ = 3 and σ² = 2, so it becomes about "
-        "[-1.414, 0, 0, 1.414]: each row is normalised on its own, whatever else is in the batch."
+        "The embedded row [1, 3, 3, 5] of the encoder layer computed by hand has μ = 3 and σ² = 2, so it becomes "
+        "about [-1.414, 0, 0, 1.414]: each row is normalised on its own, whatever else is in the batch."
     )
 
 
@@ -153,7 +153,7 @@ def _check_tied_params(answer: Any) -> str | None:
             f"expected {expected:,}.{hint}"
         )
     return (
-        "The 'Genius on the left' post's output layer alone, 512 × 10,000, is 5,120,000 weights; "
+        "An output layer of d_model 512 by a vocabulary of 10,000 alone is 5,120,000 weights; "
         "tying saves two such matrices."
     )
 
@@ -212,8 +212,8 @@ def _check_causal_mask(answer: Any) -> str | None:
         if np.isinf(got).any() or (got < 0).any():
             raise AssertionError(
                 f"for n={n} your mask holds {fmt(np.unique(got))}: that is an additive mask "
-                "(0 and -inf, as the 'Genius on the left' post "
-                "adds -1e10 before the softmax); lib's masks are booleans with True = may attend"
+                "(0 and -inf, or a very negative number such as -1e10, added to the scores before the softmax); "
+                "lib's masks are booleans with True = may attend"
             )
         if not np.isin(got, [0.0, 1.0]).all():
             raise AssertionError(f"for n={n} your mask holds values other than True/False: {fmt(np.unique(got))}")

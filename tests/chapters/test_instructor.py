@@ -49,3 +49,14 @@ def test_the_run_time_table_names_every_chapter():
     table = [line for line in PAGE.splitlines() if line.startswith("|") and "{doc}" in line and "min" in line]
     named = {m for line in table for m in re.findall(r"\{doc\}`(\w+)`", line)}
     assert chapters <= named, f"chapters missing from the run-time table: {chapters - named}"
+
+
+def test_the_reading_times_are_the_core_paths_at_200_words_a_minute():
+    from tools.textbook_stats import book_pages, measure
+
+    for chapter, _ in book_pages():
+        name = Path(chapter).name
+        row = re.search(rf"\| \{{doc\}}`{name}` \| (\d+) min \|", PAGE)
+        assert row, f"{name}: no reading time in the run-time table"
+        words = measure(ROOT / f"{chapter}.ipynb")["words"]
+        assert int(row.group(1)) == round(words / 200), f"{name}: {words} words read in {round(words / 200)} min"

@@ -83,7 +83,7 @@ def test_the_myst_pattern_catches_what_the_chapters_use():
     """The check above is only as good as its pattern: it must find every construct the chapters are written in."""
     text = "\n".join(t for p in CHAPTERS for t in _markdown(_chapter(p.name)))
     kinds = {m.group(0).strip()[:8] for m in MYST.finditer(text)}
-    assert {":::{exer", ":::{note", "```{solu", "{cite:t}", "{cite:p}", "{doc}`"} <= kinds, kinds
+    assert {":::{exer", ":::{admo", "```{solu", "{cite:t}", "{cite:p}", "{doc}`"} <= kinds, kinds
 
 
 def test_code_cells_and_outputs_equal_the_chapters(built):

@@ -1,7 +1,8 @@
 """Static checks of chapters/transformer.ipynb: what is particular to this chapter.
 
-These read the committed notebook (with its stored outputs) and never execute it; `make test` re-runs it with
-nbval, which also runs the hidden cells that check the whole-model walk-through and the written-out training step.
+These read the committed notebook and its deeper dives (with their stored outputs) and never execute them;
+`make test` re-runs them with nbval, which also runs the hidden cells that check the whole-model walk-through and
+the written-out training step.
 The checks every chapter shares are in tests/chapters/test_chapters.py.
 """
 
@@ -15,6 +16,11 @@ from lib.diagrams import TRANSFORMER_DIAGRAM_BLOCKS
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "chapters" / "transformer.ipynb"
+# The chapter's deeper dives (listed under it in _toc.yml): what left the core path.
+DIVES = {
+    "transformer_batching": ROOT / "chapters" / "transformer_batching.ipynb",
+    "transformer_cost": ROOT / "chapters" / "transformer_cost.ipynb",
+}
 
 
 @pytest.fixture(scope="module")
@@ -86,3 +92,39 @@ def test_the_walk_through_prints_source_decoder_input_and_target_side_by_side(ce
     header = next(line for line in text.splitlines() if "decoder input" in line)
     assert header.split() == ["t", "source", "decoder", "input", "target"]
     assert re.search(r"^ 0\s+\S+\s+<s>\s+\S+", text, re.MULTILINE), "position 0 of the decoder input is <s>"
+
+
+def _section(cells, index):
+    """The text of the last `## ` heading at or before cell ``index``."""
+    for cell in reversed(cells[: index + 1]):
+        if cell["cell_type"] == "markdown":
+            heads = [line for line in _source(cell).splitlines() if line.startswith("## ")]
+            if heads:
+                return heads[-1]
+    return ""
+
+
+def test_the_sentence_walk_is_the_first_section_and_its_training_step_comes_back_later(cells):
+    table = _index(cells, lambda c: c["cell_type"] == "code" and "pieces(tgt_in)" in _source(c), "the walk's table")
+    assert _section(cells, table).startswith("## 1. "), "the one-sentence walk opens the chapter's sections"
+    step = _index(cells, lambda c: c["cell_type"] == "code" and "train(library" in _source(c), "the library's step")
+    assert "pair_batch" in _source(cells[step]), "the training step runs on the walk's sentence"
+    assert table < step
+
+
+def test_the_chapter_uses_the_books_start_and_end_tokens():
+    for path in [NOTEBOOK, *DIVES.values()]:
+        text = path.read_text(encoding="utf-8")
+        assert "<bos>" not in text and "<eos>" not in text, f"{path.name}: the book's tokens are <s> and </s>"
+
+
+@pytest.mark.parametrize("name", sorted(DIVES))
+def test_each_deeper_dive_is_a_page_of_its_own_that_the_chapter_links(cells, name):
+    dive = json.loads(DIVES[name].read_text(encoding="utf-8"))["cells"]
+    first = _source(dive[0])
+    assert first.startswith("# Deeper dive: ") and "{doc}`transformer`" in first
+    assert dive[1].get("id") == "colab-setup" and _source(dive[2]).startswith("%matplotlib inline")
+    assert _source(dive[-1]).startswith("## Back to the chapter") and "{doc}`transformer`" in _source(dive[-1])
+    assert any(c["cell_type"] == "code" and "remove-cell" in _tags(c) for c in dive), "no hidden checks"
+    links = [c for c in cells if c["cell_type"] == "markdown" and f"<{name}>`" in _source(c)]
+    assert links, f"the chapter does not link {name}"

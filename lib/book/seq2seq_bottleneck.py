@@ -1,0 +1,73 @@
+"""The plumbing of the chapter on the seq2seq bottleneck (``chapters/seq2seq_bottleneck.ipynb``).
+
+What the chapter runs but its reader need not read: the GRU cell behind the encoder's forward direction, the
+greedy outputs of the reversal test set decoded in batches, and which output positions are right.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from torch import nn
+
+from ..data import pad_batch
+from ..decode import greedy_decode
+from ..seq2seq import Seq2Seq
+from ..special_tokens import EOS_ID
+
+__all__ = ["correct_matrix", "forward_cell", "reversal_outputs"]
+
+
+def forward_cell(model: Seq2Seq) -> nn.GRUCell:
+    """A ``GRUCell`` holding the weights of the forward direction of ``model``'s bidirectional encoder.
+
+    Args:
+        model: a recurrent encoder–decoder (``lib.seq2seq.Seq2Seq``).
+
+    Returns:
+        ``nn.GRUCell(d_embed, d_hidden // 2)``: one step of the encoder's forward GRU, state ``(1, d_hidden // 2)``.
+    """
+    gru = model.encoder.rnn
+    cell = nn.GRUCell(gru.input_size, gru.hidden_size)
+    for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):  # the forward direction: suffix _l0
+        getattr(cell, name).data.copy_(getattr(gru, f"{name}_l0").data)
+    return cell
+
+
+def reversal_outputs(model: nn.Module, pairs: list[tuple[list[int], list[int]]], batch_size: int = 200) -> list:
+    """Greedy outputs for the sources of ``pairs``, batched as ``lib.experiments.accuracy_by_length`` batches them.
+
+    Args:
+        model: a trained encoder–decoder.
+        pairs: ``(source, target)`` token-id lists without specials (``lib.experiments.sequence_task``).
+        batch_size: sources decoded at once.
+
+    Returns:
+        One list of token ids per pair (without ``<s>`` and ``</s>``), in the order of ``pairs``.
+    """
+    outputs = []
+    for start in range(0, len(pairs), batch_size):
+        chunk = pairs[start : start + batch_size]
+        width = max(len(s) for s, _ in chunk) + 1
+        outputs += greedy_decode(model, pad_batch([s + [EOS_ID] for s, _ in chunk]), max_len=width + 5)
+    return outputs
+
+
+def correct_matrix(pairs: list[tuple[list[int], list[int]]], outputs: list, length: int) -> np.ndarray:
+    """Which target positions each output of a given source length gets right.
+
+    Args:
+        pairs: ``(source, target)`` token-id lists.
+        outputs: the model's output for each pair (:func:`reversal_outputs`).
+        length: the source length to select.
+
+    Returns:
+        ``(sequences of that length, length)`` array: 1.0 where output position i equals target position i, else 0.0
+        (also where the output is shorter than the target).
+    """
+    return np.array(
+        [
+            [float(i < len(out) and out[i] == target[i]) for i in range(length)]
+            for (source, target), out in zip(pairs, outputs)
+            if len(source) == length
+        ]
+    ).reshape(-1, length)
