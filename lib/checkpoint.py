@@ -47,7 +47,7 @@ from .bpe import load_tokenizer
 from .files import atomic_torch_save, atomic_write_text, sha256_file
 from .interfaces import EncoderDecoder
 from .seq2seq import Seq2Seq, Seq2SeqConfig
-from .training import TrainConfig
+from .training import CHECKPOINT, TrainConfig
 from .transformer import Transformer, TransformerConfig
 
 __all__ = [
@@ -60,6 +60,8 @@ __all__ = [
     "quantize_rows",
     "average_weights",
     "snapshot_files",
+    "folder_kind",
+    "enclosing_folder",
     "SHIPPED_MODEL",
     "INT8_ROWS_FORMAT",
     "INT8_ROWS_VERSION",
@@ -141,6 +143,51 @@ def write_manifest(path: str | Path) -> Path:
         "hyper_parameters": json.loads((folder / "config.json").read_text(encoding="utf-8")),
     }
     return atomic_write_text(folder / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+
+
+def folder_kind(path: str | Path) -> str | None:
+    """What a folder is, as its ``manifest.json`` says: a run, an export, or neither.
+
+    A folder is a run when its manifest is a run manifest (:func:`write_manifest`: format, files and
+    hyper-parameters) or when it holds a resume checkpoint (a run being trained); an export when its manifest is
+    ``lib.export``'s (files and graphs). A ``config.json`` or ``model.pt`` of one's own makes no folder a run.
+
+    Args:
+        path: the folder (it need not exist).
+
+    Returns:
+        ``"run"``, ``"export"`` or None.
+    """
+    folder = Path(path)
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        manifest = None
+    if isinstance(manifest, dict) and isinstance(manifest.get("files"), dict):
+        if "hyper_parameters" in manifest:
+            return "run"
+        if "graphs" in manifest:
+            return "export"
+    return "run" if (folder / CHECKPOINT).is_file() else None
+
+
+def enclosing_folder(path: str | Path) -> tuple[Path, str] | None:
+    """The nearest run or export folder that is ``path`` or holds it (see :func:`folder_kind`).
+
+    A tool that writes a folder calls it to refuse a destination inside a folder that another tool wrote.
+
+    Args:
+        path: a folder (it need not exist).
+
+    Returns:
+        ``(folder, kind)`` with kind ``"run"`` or ``"export"``, or None.
+    """
+    start = Path(path).resolve()
+    for folder in (start, *start.parents):
+        kind = folder_kind(folder)
+        if kind is not None:
+            return folder, kind
+    return None
 
 
 def quantize_rows(matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -119,6 +119,7 @@ def test_an_existing_run_is_never_replaced_without_overwrite(usage_error, tmp_pa
     out = tmp_path / "run"
     out.mkdir()
     (out / "model.pt").write_bytes(b"precious")
+    (out / "manifest.json").write_text('{"format": 1, "files": {}, "hyper_parameters": {}}')  # a run's manifest
     code, err = usage_error("--steps", "1", "--out", str(out))
     assert code == 2 and "already holds a run" in err and "--overwrite" in err
     assert (out / "model.pt").read_bytes() == b"precious"
@@ -134,6 +135,7 @@ def test_overwrite_leaves_nothing_of_the_replaced_run(multi30k_dir, tmp_path):
     out.mkdir()
     for name in ("model.pt", "model_1.5min.pt", "model_20min.pt", "history.json", "results.json"):
         (out / name).write_text("from the old run")
+    (out / "manifest.json").write_text('{"format": 1, "files": {}, "hyper_parameters": {}}')  # it is a run
     (out / "notes.txt").write_text("the reader's own file")
     args = ["--preset", "tiny", "--steps", "2", "--max-tokens", "500", "--eval-every", "100", "--overwrite"]
     proc = _cli(*args, "--out", str(out), timeout=300)
