@@ -58,7 +58,7 @@ from torch import Tensor, nn
 
 from .bpe import decode
 from .checkpoint import enclosing_folder, load_run
-from .files import FolderInUse, atomic_write, atomic_write_text, lock_folder, sha256_file
+from .files import FolderInUse, atomic_write, atomic_write_text, lock_folder, sha256_file, strict_json
 from .special_tokens import BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS, UNK_ID
 from .transformer import Transformer
 from .translate import clean_text, plain_text_tokenizer, text_pieces
@@ -398,7 +398,7 @@ def export_onnx(run_dir: str | Path, out_dir: str | Path, dtype: str = "fp16") -
         },
         "export_seconds": round(export_seconds, 1),
     }
-    atomic_write_text(out / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+    atomic_write_text(out / MANIFEST, strict_json(manifest, indent=2))
     return manifest
 
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import json
+import math
 import os
 import sys
 import tempfile
@@ -39,6 +41,7 @@ __all__ = [
     "atomic_write_text",
     "atomic_torch_save",
     "sha256_file",
+    "strict_json",
     "FolderInUse",
     "lock_folder",
     "LOCK_FILE",
@@ -117,6 +120,32 @@ def atomic_torch_save(obj: Any, path: str | os.PathLike) -> Path:
         ``path`` as a ``Path``.
     """
     return atomic_write(path, lambda f: torch.save(obj, f))
+
+
+def _finite_or_null(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite_or_null(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_or_null(v) for v in value]
+    return value
+
+
+def strict_json(value: Any, indent: int | None = None) -> str:
+    """``value`` as strict JSON, which every parser reads: a NaN or an infinity becomes ``null``.
+
+    ``json.dumps`` writes them as bare ``NaN`` and ``Infinity``, which are not JSON (browsers and ``jq`` refuse
+    the file).
+
+    Args:
+        value: plain values (dicts, lists, tuples, strings, numbers, booleans, None).
+        indent: as ``json.dumps``'s.
+
+    Returns:
+        The JSON text, ending with a newline.
+    """
+    return json.dumps(_finite_or_null(value), indent=indent, allow_nan=False) + "\n"
 
 
 def sha256_file(path: str | os.PathLike) -> str:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import os
 import platform
@@ -36,13 +35,14 @@ import torch.distributed as dist
 from .bpe import multi30k_tokenizer
 from .checkpoint import enclosing_folder, save_run, snapshot_files
 from .data import encode_pairs, load_multi30k, make_batches
-from .files import FolderInUse, lock_folder
+from .files import FolderInUse, lock_folder, strict_json
 from .seq2seq import SCORES, Seq2Seq, Seq2SeqConfig
 from .special_tokens import BOS_ID, EOS_ID, PAD_ID
 from .training import (
     CHECKPOINT,
     Ranks,
     TrainConfig,
+    TrainingDiverged,
     TrainingInterrupted,
     amp_context,
     enable_tf32,
@@ -284,15 +284,16 @@ def main(argv: list[str] | None = None) -> None:
     """Train a model on Multi30k and write a run folder (see the module docstring).
 
     Exit status: 0 trained and saved; 2 a usage error (nothing was loaded or written); 1 the run folder is in use
-    by another process (its lock, see ``lib.files.lock_folder``); 130 interrupted with Ctrl-C (the checkpoint is
-    saved and the command that resumes it is printed). Under ``torchrun`` every process checks the arguments
-    before any joins the run, and only rank 0 locks, prints and writes.
+    by another process (its lock, see ``lib.files.lock_folder``) or training diverged (a NaN or infinite loss or
+    gradient; one line names the step and the learning rate, and no run is saved); 130 interrupted with Ctrl-C
+    (the checkpoint is saved and the command that resumes it is printed). Under ``torchrun`` every process
+    checks the arguments before any joins the run, and only rank 0 locks, prints and writes.
 
     Args:
         argv: the command-line arguments (default ``sys.argv[1:]``).
 
     Raises:
-        SystemExit: 2 for a usage error, 1 for a run folder in use, 130 after Ctrl-C (see above).
+        SystemExit: 2 for a usage error, 1 for a run folder in use or a diverged run, 130 after Ctrl-C (see above).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     p = _parser()
@@ -379,6 +380,11 @@ def _train_and_save(
             print(f"\n{stop}.\nResume with:\n  {launcher} -m lib.train {shlex.join(again)}", file=sys.stderr)
         _leave(dp)
         raise SystemExit(130) from None
+    except TrainingDiverged as err:  # nothing of the diverged run is saved: no run folder that load_run accepts
+        if dp.is_main:
+            print(f"\n{p.prog}: error: {err}", file=sys.stderr)
+        _leave(dp)
+        raise SystemExit(1) from None
     except ValueError as err:  # e.g. resuming with other settings than the checkpoint's
         _leave(dp)
         p.error(str(err))
@@ -421,7 +427,7 @@ def _train_and_save(
         weights_dtype=getattr(torch, args.save_dtype),
         int8_embeddings=args.int8_embeddings,
     )
-    print(json.dumps(info, indent=2))
+    print(strict_json(info, indent=2), end="")
     _leave(dp)
 
 

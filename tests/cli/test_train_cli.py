@@ -185,3 +185,14 @@ def test_device_auto_is_the_default_and_cuda_without_a_gpu_is_a_usage_error(usag
         pytest.skip("this machine has a GPU")
     code, err = usage_error("--steps", "5", "--device", "cuda", "--out", str(tmp_path / "run"))
     assert code == 2 and "torch sees no CUDA device" in err.strip().splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_a_diverging_run_exits_1_with_one_line_and_saves_no_run(multi30k_dir, tmp_path):
+    out = tmp_path / "run"
+    args = ["--preset", "tiny", "--steps", "20", "--max-tokens", "500", "--eval-every", "100", "--peak-lr", "1e30"]
+    proc = _cli(*args, "--out", str(out), timeout=300)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("python -m lib.train: error: training diverged at step") and "learning rate" in last
+    assert "Traceback" not in proc.stderr and not (out / "model.pt").exists() and not (out / "manifest.json").exists()
