@@ -66,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m lib.train",
         description="Train a Transformer (or a recurrent encoder–decoder) on Multi30k German→English. "
         "Every argument is checked before any data is loaded; an existing run folder is never replaced "
-        "without --overwrite; Ctrl-C saves a checkpoint and prints the command that resumes it.",
+        "without --overwrite; Ctrl-C (or SIGTERM) saves a checkpoint and prints the command that resumes it.",
     )
     p.add_argument(
         "--arch",
@@ -285,15 +285,17 @@ def main(argv: list[str] | None = None) -> None:
 
     Exit status: 0 trained and saved; 2 a usage error (nothing was loaded or written); 1 the run folder is in use
     by another process (its lock, see ``lib.files.lock_folder``) or training diverged (a NaN or infinite loss or
-    gradient; one line names the step and the learning rate, and no run is saved); 130 interrupted with Ctrl-C
-    (the checkpoint is saved and the command that resumes it is printed). Under ``torchrun`` every process
-    checks the arguments before any joins the run, and only rank 0 locks, prints and writes.
+    gradient; one line names the step and the learning rate, and no run is saved); 130 interrupted with Ctrl-C or
+    SIGTERM, after the step under way (the checkpoint is saved and the command that resumes it is printed). Under
+    ``torchrun`` every process checks the arguments before any joins the run, and only rank 0 locks, prints and
+    writes.
 
     Args:
         argv: the command-line arguments (default ``sys.argv[1:]``).
 
     Raises:
-        SystemExit: 2 for a usage error, 1 for a run folder in use or a diverged run, 130 after Ctrl-C (see above).
+        SystemExit: 2 for a usage error, 1 for a run folder in use or a diverged run, 130 after Ctrl-C or SIGTERM
+            (see above).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     p = _parser()

@@ -97,7 +97,8 @@ def train(
         ValueError: resume without out_dir; a model without ``config.d_model``; resuming with other settings than
             the checkpoint's (only the budget and the validation interval may change); an epoch with no batches;
             a :class:`lib.data.Batch` whose targets are all padding.
-        TrainingInterrupted: Ctrl-C, after the step under way and, with ``out_dir``, the checkpoint are done.
+        TrainingInterrupted: Ctrl-C or SIGTERM, after the step under way and, with ``out_dir``, the checkpoint
+            are done.
         TrainingDiverged: the loss or the gradient norm became NaN or infinite (the message names the step and
             the learning rate); no checkpoint or snapshot with non-finite weights is written.
 

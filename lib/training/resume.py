@@ -1,4 +1,4 @@
-"""Resuming exactly: the run folder's checkpoint, every random state, and Ctrl-C after a whole step.
+"""Resuming exactly: the run folder's checkpoint, every random state, and Ctrl-C or SIGTERM after a whole step.
 
 A checkpoint holds the weights, Adam's moments, the schedule's step, the history, the position in the batches
 (epoch and batch) and the random states of Python, torch's CPU generator and the training device's own
@@ -44,7 +44,7 @@ RESUMABLE_CHANGES = frozenset({"minutes", "max_steps", "snapshot_minutes", "eval
 
 
 class TrainingInterrupted(KeyboardInterrupt):
-    """Ctrl-C stopped ``train`` after a whole optimiser step; the resume checkpoint, if any, is saved.
+    """Ctrl-C (or SIGTERM) stopped ``train`` after a whole optimiser step; the resume checkpoint, if any, is saved.
 
     Args:
         steps: optimiser steps completed.
@@ -230,12 +230,15 @@ def set_rng_state(state: dict, device: torch.device, stacklevel: int = 3) -> Non
 
 
 class DeferredInterrupt:
-    """Within ``with``, the first Ctrl-C only sets ``requested`` (the loop stops after the current step); a second
-    one interrupts at once. Only in the main thread (signals go there); elsewhere it does nothing."""
+    """Within ``with``, the first Ctrl-C (SIGINT) or SIGTERM (what ``kill``, a job scheduler or a closing session
+    sends) only sets ``requested`` (the loop stops after the current step); a second one interrupts at once. Only in
+    the main thread (signals go there); elsewhere it does nothing."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self) -> None:
         self.requested = False
-        self._previous: Any = None
+        self._previous: dict[int, Any] = {}
 
     def _handler(self, signum: int, frame: Any) -> None:
         if self.requested:
@@ -244,12 +247,13 @@ class DeferredInterrupt:
 
     def __enter__(self) -> DeferredInterrupt:
         if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._handler)
+            self._previous = {signum: signal.signal(signum, self._handler) for signum in self.SIGNALS}
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+        self._previous = {}
 
 
 def _check_resumable(state: dict, config: TrainConfig, model_config: dict | None, ckpt: Path) -> None:

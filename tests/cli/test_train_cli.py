@@ -147,7 +147,10 @@ def test_overwrite_leaves_nothing_of_the_replaced_run(multi30k_dir, tmp_path):
 
 
 @pytest.mark.slow
-def test_ctrl_c_saves_a_checkpoint_and_prints_the_resume_command(multi30k_dir, tmp_path):
+@pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_saves_a_checkpoint_and_prints_the_resume_command(multi30k_dir, tmp_path, signum):
+    # SIGTERM (kill, a job scheduler, a closing session) is handled like Ctrl-C: it stopped training without a word
+    # and lost up to one validation interval
     import signal
 
     out = tmp_path / "run"
@@ -164,7 +167,7 @@ def test_ctrl_c_saves_a_checkpoint_and_prints_the_resume_command(multi30k_dir, t
         while not line.startswith("step"):  # the first logged step: the deferred Ctrl-C handler is in place
             line = proc.stdout.readline()
             assert line, "the run ended before it logged a step: " + proc.stderr.read()[-2000:]
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(getattr(signal, signum))
         _, err = proc.communicate(timeout=120)
     finally:
         proc.kill()
