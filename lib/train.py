@@ -34,7 +34,7 @@ import torch.distributed as dist
 
 from .bpe import multi30k_tokenizer
 from .checkpoint import enclosing_folder, save_run, snapshot_files
-from .data import encode_pairs, load_multi30k, make_batches
+from .data import ChecksumError, encode_pairs, load_multi30k, make_batches
 from .files import FolderInUse, lock_folder, strict_json
 from .seq2seq import SCORES, Seq2Seq, Seq2SeqConfig
 from .special_tokens import BOS_ID, EOS_ID, PAD_ID
@@ -332,7 +332,12 @@ def _train_and_save(
     if device.type == "cuda":
         enable_tf32(args.tf32)
     if dp.is_main:  # rank 0 trains the tokenizer (or reads the cache); the others read what it wrote
-        tokenizer = multi30k_tokenizer(args.vocab_size, root=args.data)
+        try:
+            tokenizer = multi30k_tokenizer(args.vocab_size, root=args.data)
+        except ChecksumError as err:
+            p.error(f"--data: {err}")
+        except ValueError as err:  # a size the data cannot reach: below its special tokens and characters
+            p.error(f"--vocab-size {args.vocab_size}: {err}")
     if dp.distributed:
         dist.barrier()
     if not dp.is_main:

@@ -199,3 +199,12 @@ def test_a_diverging_run_exits_1_with_one_line_and_saves_no_run(multi30k_dir, tm
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("python -m lib.train: error: training diverged at step") and "learning rate" in last
     assert "Traceback" not in proc.stderr and not (out / "model.pt").exists() and not (out / "manifest.json").exists()
+
+
+@pytest.mark.slow
+def test_a_vocabulary_size_the_data_cannot_reach_is_a_usage_error(multi30k_dir, tmp_path):
+    # train_bpe returned a larger vocabulary than asked (every character is kept); lib.train now says so in one line
+    proc = _cli("--steps", "1", "--vocab-size", "5", "--out", str(tmp_path / "run"), timeout=300)
+    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 2 and last.startswith("python -m lib.train: error: --vocab-size 5: vocab_size=5 cannot")
+    assert "Traceback" not in proc.stderr and not (tmp_path / "run").exists()

@@ -487,3 +487,31 @@ def test_a_progress_bar_on_stderr_only_for_a_long_input_on_a_terminal(shipped, f
     err = capsys.readouterr().err
     assert code == 0 and stdout.lines.count(b"\n") == 12
     assert ("12/12" in err and "line" in err) == terminal, err
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_a_real_process_keeps_the_finished_lines(forty, tmp_path):
+    import signal
+
+    lines = forty * 10  # 400 lines: several windows of batches of 8
+    source = tmp_path / "input.de"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with source.open("rb") as stdin:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lib.translate", "--run", str(SHIPPED_MODEL), "--batch-size", "8"],
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    try:
+        first = proc.stdout.readline()  # the first translation arrives long before the input is done
+        assert first, proc.stderr.read().decode()[-2000:]
+        proc.send_signal(signal.SIGINT)
+        rest, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    written = (first + rest).decode().split("\n")[:-1]
+    err = err.decode()
+    assert proc.returncode == 130 and "Traceback" not in err, err[-2000:]
+    assert 1 <= len(written) < len(lines)
+    assert err.strip().splitlines()[-1] == f"interrupted: {len(written)} of {len(lines)} lines translated and written"
