@@ -25,9 +25,12 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import contextlib
 import math
 import re
+import signal
 import sys
+import threading
 import unicodedata
 import warnings
 from collections.abc import Iterator
@@ -624,9 +627,10 @@ def main(argv: list[str] | None = None) -> int:
                     file=sys.stderr,
                 )
             # a translation never spans lines: the line count out equals the line count in
-            out.write((" ".join(english.splitlines()) + "\n").encode("utf-8"))
-            out.flush()  # a reader (or a Ctrl-C) gets every line as soon as it and those before it are done
-            done += 1
+            with _ctrl_c_after():  # so that the count said after Ctrl-C is the count of lines written
+                out.write((" ".join(english.splitlines()) + "\n").encode("utf-8"))
+                out.flush()  # a reader (or a Ctrl-C) gets every line as soon as it and those before it are done
+                done += 1
             bar.update(1)
     except KeyboardInterrupt:
         bar.close()
@@ -634,6 +638,22 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     bar.close()
     return 1 if errors else 0
+
+
+@contextlib.contextmanager
+def _ctrl_c_after() -> Iterator[None]:
+    """Hold back Ctrl-C (SIGINT) until the block is done: it raises ``KeyboardInterrupt`` right after it."""
+    if threading.current_thread() is not threading.main_thread():  # signals go to the main thread only
+        yield
+        return
+    pending: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pending.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if pending:
+        raise KeyboardInterrupt
 
 
 def _show_progress(lines: int) -> bool:
