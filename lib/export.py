@@ -604,6 +604,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except (FileNotFoundError, ValueError) as err:
         p.error(f"argument --run: {err}")
+    except OSError as err:  # --out cannot be created or written (a file on its path, no permission, a full disk)
+        p.error(f"argument --out: cannot write to {args.out} ({err.strerror or err})")
     sizes = ", ".join(f"{name} {f['bytes'] / 1e6:.2f} MB" for name, f in manifest["files"].items())
     print(f"exported {run} ({args.dtype}) to {args.out}: {sizes}; total {manifest['total_bytes'] / 1e6:.2f} MB")
     if not args.verify:

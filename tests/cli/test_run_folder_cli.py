@@ -91,3 +91,11 @@ def test_a_run_in_use_is_refused_with_the_holders_pid(cli, tmp_path):
         code, err = cli(train, "--steps", "1", "--out", str(run), "--resume")
         assert code == 1 and err.startswith("python -m lib.train: error:") and "in use" in err and str(run) in err
     assert (run / "checkpoint.pt").read_bytes() == b"the first process's checkpoint"
+
+
+@pytest.mark.parametrize("tool, extra", [(train, ["--steps", "1"]), (export, ["--run", "models/de-en"])])
+def test_an_out_that_cannot_be_created_is_a_one_line_error(cli, tmp_path, tool, extra):
+    # the output folder was checked only after the data had loaded, and its error was a traceback
+    (tmp_path / "a-file").write_text("not a folder")
+    code, err = cli(tool, *extra, "--out", str(tmp_path / "a-file" / "run"))
+    assert code == 2 and "--out" in err and "cannot write" in err and str(tmp_path / "a-file") in err, err
