@@ -80,8 +80,9 @@ def train_bpe(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int =
         No special tokens are added by ``encode``; :func:`lib.data.collate` adds BOS/EOS.
 
     Raises:
-        ValueError: ``vocab_size`` ≤ 4 (the number of special tokens), ``min_frequency`` < 1, ``texts`` is
-            empty or holds a non-string.
+        ValueError: ``vocab_size`` ≤ 4 (the number of special tokens), or smaller than the special tokens and the
+            distinct characters of the texts (the message says how many that is); ``min_frequency`` < 1;
+            ``texts`` is empty or holds a non-string.
         RuntimeError: the trained vocabulary does not give the special tokens ids 0–3 (a safeguard against a
             change in the ``tokenizers`` trainer; not expected to happen).
 
@@ -114,6 +115,12 @@ def train_bpe(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int =
     ids = tuple(tok.token_to_id(t) for t in SPECIAL_TOKENS)
     if ids != tuple(range(len(SPECIAL_TOKENS))):  # guards against a change in the trainer's behaviour
         raise RuntimeError(f"special tokens {SPECIAL_TOKENS} got ids {ids}, expected 0..3")
+    if tok.get_vocab_size() > vocab_size:  # the trainer keeps every character, whatever vocab_size says
+        raise ValueError(
+            f"vocab_size={vocab_size} cannot be reached: the {len(SPECIAL_TOKENS)} special tokens and the "
+            f"{tok.get_vocab_size() - len(SPECIAL_TOKENS)} distinct characters of the texts (every one is kept) "
+            f"already make {tok.get_vocab_size()} tokens; ask for at least {tok.get_vocab_size()}"
+        )
     return tok
 
 

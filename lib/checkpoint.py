@@ -44,10 +44,10 @@ from typing import Any
 import torch
 
 from .bpe import load_tokenizer
-from .files import atomic_torch_save, atomic_write_text, sha256_file
+from .files import atomic_torch_save, atomic_write_text, sha256_file, strict_json
 from .interfaces import EncoderDecoder
 from .seq2seq import Seq2Seq, Seq2SeqConfig
-from .training import TrainConfig
+from .training import CHECKPOINT, TrainConfig
 from .transformer import Transformer, TransformerConfig
 
 __all__ = [
@@ -60,6 +60,8 @@ __all__ = [
     "quantize_rows",
     "average_weights",
     "snapshot_files",
+    "folder_kind",
+    "enclosing_folder",
     "SHIPPED_MODEL",
     "INT8_ROWS_FORMAT",
     "INT8_ROWS_VERSION",
@@ -140,7 +142,52 @@ def write_manifest(path: str | Path) -> Path:
         "files": {name: sha256_file(folder / name) for name in names},
         "hyper_parameters": json.loads((folder / "config.json").read_text(encoding="utf-8")),
     }
-    return atomic_write_text(folder / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+    return atomic_write_text(folder / MANIFEST, strict_json(manifest, indent=2))
+
+
+def folder_kind(path: str | Path) -> str | None:
+    """What a folder is, as its ``manifest.json`` says: a run, an export, or neither.
+
+    A folder is a run when its manifest is a run manifest (:func:`write_manifest`: format, files and
+    hyper-parameters) or when it holds a resume checkpoint (a run being trained); an export when its manifest is
+    ``lib.export``'s (files and graphs). A ``config.json`` or ``model.pt`` of one's own makes no folder a run.
+
+    Args:
+        path: the folder (it need not exist).
+
+    Returns:
+        ``"run"``, ``"export"`` or None.
+    """
+    folder = Path(path)
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        manifest = None
+    if isinstance(manifest, dict) and isinstance(manifest.get("files"), dict):
+        if "hyper_parameters" in manifest:
+            return "run"
+        if "graphs" in manifest:
+            return "export"
+    return "run" if (folder / CHECKPOINT).is_file() else None
+
+
+def enclosing_folder(path: str | Path) -> tuple[Path, str] | None:
+    """The nearest run or export folder that is ``path`` or holds it (see :func:`folder_kind`).
+
+    A tool that writes a folder calls it to refuse a destination inside a folder that another tool wrote.
+
+    Args:
+        path: a folder (it need not exist).
+
+    Returns:
+        ``(folder, kind)`` with kind ``"run"`` or ``"export"``, or None.
+    """
+    start = Path(path).resolve()
+    for folder in (start, *start.parents):
+        kind = folder_kind(folder)
+        if kind is not None:
+            return folder, kind
+    return None
 
 
 def quantize_rows(matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -265,9 +312,16 @@ def save_run(
         The folder's path.
 
     Raises:
+        ValueError: a weight of the model is NaN or infinite (nothing is written).
         OSError: the folder cannot be created or written, or the disk is full (said plainly; the files
             written before stay intact).
     """
+    bad = [k for k, v in model.state_dict().items() if v.is_floating_point() and not torch.isfinite(v).all()]
+    if bad:
+        raise ValueError(
+            f"the model's weight {bad[0]} holds NaN or infinite values ({len(bad)} such weights): "
+            "a diverged model is not saved (retrain with a lower learning rate)"
+        )
     out = Path(path)
     out.mkdir(parents=True, exist_ok=True)
     config = {"model": model.config.to_dict(), "train": None if train_config is None else train_config.to_dict()}
@@ -283,13 +337,13 @@ def save_run(
             del state[name]
         state = {"format": INT8_ROWS_FORMAT, "version": INT8_ROWS_VERSION, "tensors": state, "int8_rows": rows}
     (out / MANIFEST).unlink(missing_ok=True)  # a half-rewritten folder must not look verified
-    atomic_write_text(out / "config.json", json.dumps(config, indent=2) + "\n")
+    atomic_write_text(out / "config.json", strict_json(config, indent=2))
     atomic_torch_save(state, out / "model.pt")
     atomic_write_text(out / "tokenizer.json", tokenizer.to_str(pretty=True))
     if history is not None:
-        atomic_write_text(out / "history.json", json.dumps(history, indent=1) + "\n")
+        atomic_write_text(out / "history.json", strict_json(history, indent=1))
     if results is not None:
-        atomic_write_text(out / "results.json", json.dumps(results, indent=2) + "\n")
+        atomic_write_text(out / "results.json", strict_json(results, indent=2))
     write_manifest(out)
     return out
 
@@ -308,7 +362,7 @@ def update_results(path: str | Path, updates: dict[str, Any]) -> dict:
     file = folder / "results.json"
     results = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
     results.update(updates)
-    atomic_write_text(file, json.dumps(results, indent=2) + "\n")
+    atomic_write_text(file, strict_json(results, indent=2))
     write_manifest(folder)
     return results
 
@@ -413,6 +467,13 @@ def _load_state(folder: Path, model: torch.nn.Module, share_embeddings: bool) ->
             folder, "model.pt", f"does not fit config.json: missing weights {missing[:5]}, unexpected {unexpected[:5]}"
         )
     for name, value in state.items():
+        if value.is_floating_point() and not torch.isfinite(value).all():
+            raise RunError(
+                folder,
+                "model.pt",
+                f"weight {name} holds NaN or infinite values: the training diverged and the model cannot translate "
+                "(retrain it with a lower learning rate)",
+            )
         if value.shape != expected[name].shape:
             raise RunError(
                 folder,
@@ -435,8 +496,9 @@ def load_run(path: str | Path, device: torch.device | str = "cpu") -> Run:
     Raises:
         FileNotFoundError: the folder or one of ``config.json``, ``model.pt``, ``tokenizer.json`` is missing.
         RunError: a file differs from the manifest; ``config.json`` is not valid JSON, names an unknown field
-            or lacks a required one; the weights do not fit the config; the tokenizer's size differs from the
-            model's vocabulary. ``RunError`` is a ``ValueError``; its message names the file and the field.
+            or lacks a required one; the weights do not fit the config or hold a NaN or an infinity; the
+            tokenizer's size differs from the model's vocabulary. ``RunError`` is a ``ValueError``; its message
+            names the file and the field.
     """
     folder = Path(path)
     missing = [f for f in _FILES if not (folder / f).is_file()]

@@ -23,10 +23,14 @@ class Config:
     """Mixin for configuration dataclasses: ``to_dict``, a strict ``from_dict`` and ``preset``.
 
     A subclass lists its preset names in the class variable ``PRESETS``; each name is a classmethod that
-    builds that configuration (e.g. ``TransformerConfig.tiny``).
+    builds that configuration (e.g. ``TransformerConfig.tiny``), and in ``SHAPE_FIELDS`` the fields with a
+    default that a dict must still give (the sizes of the weights).
     """
 
     PRESETS: ClassVar[tuple[str, ...]] = ()
+    #: Fields that :meth:`from_dict` requires although they have a default: the sizes that fix the shapes of the
+    #: weights (a dict without ``d_model`` describes no model; taking the default 512 built another one).
+    SHAPE_FIELDS: ClassVar[tuple[str, ...]] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a JSON-ready dict (tuples stay tuples; ``json`` writes them as lists).
@@ -41,15 +45,16 @@ class Config:
         """Rebuild a config from :meth:`to_dict`'s output, refusing fields this class does not know.
 
         Args:
-            data: ``{field name: value}``; fields with a default may be missing.
+            data: ``{field name: value}``; fields with a default may be missing, except those in
+                ``SHAPE_FIELDS`` (the sizes of the weights).
 
         Returns:
             The config (its ``__post_init__`` validates the values).
 
         Raises:
             TypeError: ``data`` is not a dict.
-            ValueError: ``data`` names a field the class does not have, or lacks one without a default
-                (the message names them), or a value fails the class's own validation.
+            ValueError: ``data`` names a field the class does not have, or lacks one without a default or one
+                of ``SHAPE_FIELDS`` (the message names them), or a value fails the class's own validation.
         """
         if not isinstance(data, dict):
             raise TypeError(f"{cls.__name__}.from_dict needs a dict, got {type(data).__name__}")
@@ -60,7 +65,8 @@ class Config:
         required = [
             name
             for name, f in fields.items()
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and f.init
+            if (f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and f.init)
+            or name in cls.SHAPE_FIELDS
         ]
         missing = [name for name in required if name not in data]
         if missing:

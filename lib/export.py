@@ -57,8 +57,8 @@ import torch
 from torch import Tensor, nn
 
 from .bpe import decode
-from .checkpoint import load_run
-from .files import atomic_write, atomic_write_text, sha256_file
+from .checkpoint import enclosing_folder, load_run
+from .files import FolderInUse, atomic_write, atomic_write_text, lock_folder, sha256_file, strict_json
 from .special_tokens import BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS, UNK_ID
 from .transformer import Transformer
 from .translate import clean_text, plain_text_tokenizer, text_pieces
@@ -398,7 +398,7 @@ def export_onnx(run_dir: str | Path, out_dir: str | Path, dtype: str = "fp16") -
         },
         "export_seconds": round(export_seconds, 1),
     }
-    atomic_write_text(out / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+    atomic_write_text(out / MANIFEST, strict_json(manifest, indent=2))
     return manifest
 
 
@@ -545,7 +545,7 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     p.add_argument("--run", required=True, help="run folder (e.g. models/de-en)")
-    p.add_argument("--out", required=True, help="export folder (created if needed)")
+    p.add_argument("--out", required=True, type=_folder, help="export folder (created if needed; not inside a run)")
     p.add_argument("--dtype", default="fp16", help=f"weight storage: {', '.join(DTYPES)} (default fp16)")
     p.add_argument(
         "--verify",
@@ -558,6 +558,13 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _folder(value: str) -> str:
+    """``--out``'s type: a folder's name, not an empty or blank string (which would mean the current folder)."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("must name a folder, got an empty string")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line: export a run, optionally verify the export against lib.translate.
 
@@ -565,8 +572,9 @@ def main(argv: list[str] | None = None) -> int:
         argv: the arguments (default ``sys.argv[1:]``).
 
     Returns:
-        The exit status: 0 = exported (and, with ``--verify``, every sentence agrees); 1 = a sentence differs
-        or a needed package is missing; 2 = bad arguments.
+        The exit status: 0 = exported (and, with ``--verify``, every sentence agrees); 1 = a sentence differs,
+        a needed package is missing or the export folder is in use by another process; 2 = bad arguments (an
+        ``--out`` that is, or is inside, a run folder among them: the export never writes into a run).
     """
     p = _parser()
     args = p.parse_args(argv)
@@ -579,15 +587,25 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"argument --run: {run} is not a run folder (no model.pt or config.json)")
     if Path(args.out).exists() and not Path(args.out).is_dir():
         p.error(f"argument --out: {args.out} exists and is not a folder")
+    owner = enclosing_folder(args.out)
+    if owner is not None and (owner[1] != "export" or owner[0] != Path(args.out).resolve()):
+        where = "is" if owner[0] == Path(args.out).resolve() else "is inside"
+        p.error(f"argument --out: {args.out} {where} the {owner[1]} folder {owner[0]}: choose a folder outside it")
     try:
         _require("onnx", "onnxscript", *(["onnxruntime"] if args.verify else []))
     except ImportError as err:
         print(f"python -m lib.export: error: {err}", file=sys.stderr)
         return 1
     try:
-        manifest = export_onnx(run, args.out, args.dtype)
+        with lock_folder(args.out):
+            manifest = export_onnx(run, args.out, args.dtype)
+    except FolderInUse as err:
+        print(f"python -m lib.export: error: {err}", file=sys.stderr)
+        return 1
     except (FileNotFoundError, ValueError) as err:
         p.error(f"argument --run: {err}")
+    except OSError as err:  # --out cannot be created or written (a file on its path, no permission, a full disk)
+        p.error(f"argument --out: cannot write to {args.out} ({err.strerror or err})")
     sizes = ", ".join(f"{name} {f['bytes'] / 1e6:.2f} MB" for name, f in manifest["files"].items())
     print(f"exported {run} ({args.dtype}) to {args.out}: {sizes}; total {manifest['total_bytes'] / 1e6:.2f} MB")
     if not args.verify:

@@ -5,23 +5,50 @@ permissions (0666 minus the umask, like ``open``), and only then renamed over th
 which is atomic on POSIX and Windows. A crash, a full disk or a second process writing the same file therefore
 leaves either the old file or the new one, never a fragment; two writers never share a temporary file.
 
+A folder that a tool writes (a run, an export) is held with :func:`lock_folder` while it is written: an advisory
+lock file holding the writer's pid, so that a second writer stops with a one-line error instead of mixing its files
+with the first one's; the lock of a process that died is taken over with a message, and the temporary files of an
+interrupted write are removed when the folder is next locked.
+
 This module imports nothing from ``lib`` (only torch, for :func:`atomic_torch_save`): training, run folders and
 the experiment cache use it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
+import json
+import math
 import os
+import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import torch
 
-__all__ = ["atomic_write", "atomic_write_text", "atomic_torch_save", "sha256_file"]
+try:  # POSIX; Windows locks a byte of the file with msvcrt instead
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
+    import msvcrt
+
+__all__ = [
+    "atomic_write",
+    "atomic_write_text",
+    "atomic_torch_save",
+    "sha256_file",
+    "strict_json",
+    "FolderInUse",
+    "lock_folder",
+    "LOCK_FILE",
+]
+
+#: The advisory lock file of a folder held by :func:`lock_folder`; it holds the holder's pid.
+LOCK_FILE = ".lock"
 
 
 def _umask() -> int:
@@ -95,6 +122,32 @@ def atomic_torch_save(obj: Any, path: str | os.PathLike) -> Path:
     return atomic_write(path, lambda f: torch.save(obj, f))
 
 
+def _finite_or_null(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite_or_null(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_or_null(v) for v in value]
+    return value
+
+
+def strict_json(value: Any, indent: int | None = None) -> str:
+    """``value`` as strict JSON, which every parser reads: a NaN or an infinity becomes ``null``.
+
+    ``json.dumps`` writes them as bare ``NaN`` and ``Infinity``, which are not JSON (browsers and ``jq`` refuse
+    the file).
+
+    Args:
+        value: plain values (dicts, lists, tuples, strings, numbers, booleans, None).
+        indent: as ``json.dumps``'s.
+
+    Returns:
+        The JSON text, ending with a newline.
+    """
+    return json.dumps(_finite_or_null(value), indent=indent, allow_nan=False) + "\n"
+
+
 def sha256_file(path: str | os.PathLike) -> str:
     """The SHA-256 of a file's bytes, as 64 hexadecimal digits.
 
@@ -115,3 +168,83 @@ def sha256_file(path: str | os.PathLike) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+class FolderInUse(RuntimeError):
+    """Another running process holds the folder's lock (:func:`lock_folder`); the message names it and its pid."""
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        else:  # pragma: no cover - Windows
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+    except OSError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def lock_folder(folder: str | os.PathLike, log: Callable[[str], Any] | None = None) -> Iterator[Path]:
+    """Hold ``folder`` (created if needed) for writing: an advisory lock file ``.lock`` with this process's pid.
+
+    The lock is the operating system's (``flock``), so it ends with its process, however that ends: a lock file
+    left by a process that died is taken over, with a message. On entry, the temporary files that an interrupted
+    :func:`atomic_write` left in the folder (``.NAME.*.tmp``) are removed: no other writer can be using them.
+
+    Args:
+        folder: the folder to hold.
+        log: called with the message about a taken-over lock or removed temporary files (default: stderr).
+
+    Returns:
+        A context manager giving the folder's ``Path``; the lock file is removed on exit, and so is the folder
+        when this call created it and it is still empty.
+
+    Raises:
+        FolderInUse: another running process holds the lock (the message names the folder and its pid).
+        OSError: the folder cannot be created or written.
+    """
+    folder = Path(folder)
+    say = log if log is not None else (lambda line: print(line, file=sys.stderr))
+    created = not folder.exists()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / LOCK_FILE
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        if not _try_lock(fd):
+            holder = os.read(fd, 64).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            raise FolderInUse(
+                f"{folder} is in use by another process (pid {holder}, lock file {path}): wait for it to finish, "
+                "or stop it"
+            )
+        try:
+            same = os.fstat(fd).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:  # the holder removed the file between our open and our lock
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        stale = os.read(fd, 64).decode("ascii", "replace").strip()
+        if stale:
+            say(f"{folder}: took over the lock of process {stale}, which is no longer running")
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+        os.fsync(fd)
+        leftovers = sorted(folder.glob(".*.tmp"))
+        for tmp in leftovers:
+            tmp.unlink(missing_ok=True)
+        if leftovers:
+            names = ", ".join(t.name for t in leftovers)
+            say(f"{folder}: removed {len(leftovers)} temporary file(s) of an interrupted write ({names})")
+        yield folder
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()  # before the lock ends, so that no one locks a file that is about to vanish
+        os.close(fd)
+        if created:  # a folder this call created and nothing was written to (e.g. the data failed to load)
+            with contextlib.suppress(OSError):
+                folder.rmdir()

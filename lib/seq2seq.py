@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Literal, overload
+from typing import ClassVar, Literal, overload
 
 import torch
 from torch import Tensor, nn
@@ -45,7 +45,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .config import Config
 from .interfaces import AttentionMaps, check_config_types
-from .special_tokens import PAD_ID
+from .special_tokens import PAD_ID, SPECIAL_TOKENS
 
 __all__ = [
     "SCORES",
@@ -91,8 +91,8 @@ class Seq2SeqConfig(Config):
     Raises:
         TypeError: a field of the wrong type (``"256"`` for an int, ``1`` for a bool): see
             :func:`lib.interfaces.check_config_types`.
-        ValueError: unknown ``attention``; odd ``d_hidden``; a non-positive size; dropout outside [0, 1); an
-            ``architecture`` other than ``"seq2seq"``.
+        ValueError: unknown ``attention``; odd ``d_hidden``; a non-positive size; a vocabulary of no more than the
+            4 special tokens; dropout outside [0, 1); an ``architecture`` other than ``"seq2seq"``.
 
     Source: Bahdanau et al. 2015, §4.2 and App. A (m = 620, n = 1000, n' = 1000); Cho et al. 2014, §2.2.
     """
@@ -107,6 +107,8 @@ class Seq2SeqConfig(Config):
     share_embeddings: bool = True
     architecture: str = "seq2seq"
 
+    SHAPE_FIELDS: ClassVar[tuple[str, ...]] = ("d_embed", "d_hidden", "attention")
+
     def __post_init__(self) -> None:
         check_config_types(self)
         if self.attention is not None and self.attention not in SCORES:
@@ -114,6 +116,11 @@ class Seq2SeqConfig(Config):
         for name in ("vocab_size", "d_embed", "d_hidden", "max_len"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.vocab_size <= len(SPECIAL_TOKENS):
+            raise ValueError(
+                f"vocab_size must exceed the {len(SPECIAL_TOKENS)} special tokens {SPECIAL_TOKENS}, "
+                f"got {self.vocab_size}"
+            )
         if self.d_attention is not None and self.d_attention < 1:
             raise ValueError(f"d_attention must be positive or None (= d_hidden), got {self.d_attention}")
         if self.architecture != "seq2seq":

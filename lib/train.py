@@ -20,7 +20,7 @@ Source: the recipe of Vaswani et al. (2017), §5 (see ``lib.training``).
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
 import math
 import os
 import platform
@@ -33,14 +33,16 @@ import torch
 import torch.distributed as dist
 
 from .bpe import multi30k_tokenizer
-from .checkpoint import save_run, snapshot_files
-from .data import encode_pairs, load_multi30k, make_batches
+from .checkpoint import enclosing_folder, save_run, snapshot_files
+from .data import ChecksumError, encode_pairs, load_multi30k, make_batches
+from .files import FolderInUse, lock_folder, strict_json
 from .seq2seq import SCORES, Seq2Seq, Seq2SeqConfig
 from .special_tokens import BOS_ID, EOS_ID, PAD_ID
 from .training import (
     CHECKPOINT,
     Ranks,
     TrainConfig,
+    TrainingDiverged,
     TrainingInterrupted,
     amp_context,
     enable_tf32,
@@ -64,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m lib.train",
         description="Train a Transformer (or a recurrent encoder–decoder) on Multi30k German→English. "
         "Every argument is checked before any data is loaded; an existing run folder is never replaced "
-        "without --overwrite; Ctrl-C saves a checkpoint and prints the command that resumes it.",
+        "without --overwrite; Ctrl-C (or SIGTERM) saves a checkpoint and prints the command that resumes it.",
     )
     p.add_argument(
         "--arch",
@@ -88,7 +90,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--d-hidden", type=int, default=256, help="rnn only: decoder state size (encoder: half per direction)"
     )
-    p.add_argument("--out", required=True, help="run directory to write (model, tokenizer, config, history)")
+    p.add_argument(
+        "--out", required=True, type=_folder, help="run directory to write (model, tokenizer, config, history)"
+    )
     p.add_argument("--minutes", type=float, default=None, help="training budget in minutes (validation excluded)")
     p.add_argument("--steps", type=int, default=None, help="training budget in optimiser steps")
     p.add_argument("--vocab-size", type=int, default=8000, help="joint BPE vocabulary size")
@@ -150,8 +154,24 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-#: Files whose presence makes a folder an existing run that --out must not silently replace.
-_RUN_FILES = ("config.json", "model.pt", "checkpoint.pt", "manifest.json")
+#: The files a run folder holds (its snapshots aside): --overwrite removes them from a run, and a folder that is
+#: not a run but holds one of them is never written into (they are someone else's).
+_RUN_FILES = (
+    "config.json",
+    "model.pt",
+    "checkpoint.pt",
+    "manifest.json",
+    "tokenizer.json",
+    "history.json",
+    "results.json",
+)
+
+
+def _folder(value: str) -> str:
+    """``--out``'s type: a folder's name, not an empty or blank string (which would mean the current folder)."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("must name a folder, got an empty string")
+    return value
 
 
 def _overwritten_files(out: Path) -> list[Path]:
@@ -159,8 +179,7 @@ def _overwritten_files(out: Path) -> list[Path]:
 
     Other files in the folder (notes, a reader's own files) are kept.
     """
-    names = (*_RUN_FILES, "tokenizer.json", "history.json", "results.json")
-    return [out / n for n in names if (out / n).is_file()] + [file for _, file in snapshot_files(out)]
+    return [out / n for n in _RUN_FILES if (out / n).is_file()] + [file for _, file in snapshot_files(out)]
 
 
 def _configs(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[TrainConfig, dict, torch.device]:
@@ -208,11 +227,21 @@ def _configs(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[Trai
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         p.error(f"--out {out} is a file, not a folder")
-    existing = [f for f in _RUN_FILES if (out / f).exists()]
     if args.resume and args.overwrite:
         p.error("--resume and --overwrite contradict each other: choose one")
+    owner = enclosing_folder(out)
+    if owner is not None and owner[0] != out.resolve():
+        p.error(f"--out {out} is inside the {owner[1]} folder {owner[0]}: choose a folder outside it")
+    if owner is not None and owner[1] != "run":
+        p.error(f"--out {out} is an {owner[1]} folder (lib.export's), not a run: choose another folder")
     if args.resume and os.environ.get("RANK", "0") == "0" and not (out / CHECKPOINT).is_file():
         p.error(f"--resume: {out / CHECKPOINT} does not exist (nothing to resume)")
+    existing = [f for f in _RUN_FILES if (out / f).exists()]
+    if existing and owner is None:
+        p.error(
+            f"--out {out} holds {', '.join(existing)} but no run's manifest.json says it is a run: "
+            "these files are never replaced, even with --overwrite; choose another folder"
+        )
     if existing and not (args.resume or args.overwrite):
         p.error(
             f"--out {out} already holds a run ({', '.join(existing)}); pass --resume to continue it, "
@@ -254,20 +283,45 @@ def _cpu_name() -> str:
 def main(argv: list[str] | None = None) -> None:
     """Train a model on Multi30k and write a run folder (see the module docstring).
 
-    Exit status: 0 trained and saved; 2 a usage error (nothing was loaded or written); 130 interrupted with
-    Ctrl-C (the checkpoint is saved and the command that resumes it is printed). Under ``torchrun`` every
-    process checks the arguments before any joins the run, and only rank 0 prints and writes.
+    Exit status: 0 trained and saved; 2 a usage error (nothing was loaded or written); 1 the run folder is in use
+    by another process (its lock, see ``lib.files.lock_folder``) or training diverged (a NaN or infinite loss or
+    gradient; one line names the step and the learning rate, and no run is saved); 130 interrupted with Ctrl-C or
+    SIGTERM, after the step under way (the checkpoint is saved and the command that resumes it is printed). Under
+    ``torchrun`` every process checks the arguments before any joins the run, and only rank 0 locks, prints and
+    writes.
 
     Args:
         argv: the command-line arguments (default ``sys.argv[1:]``).
 
     Raises:
-        SystemExit: 2 for a usage error, 130 after Ctrl-C (see above).
+        SystemExit: 2 for a usage error, 1 for a run folder in use or a diverged run, 130 after Ctrl-C or SIGTERM
+            (see above).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     p = _parser()
     args = p.parse_args(argv)
     tconf, overrides, device = _configs(args, p)
+    with contextlib.ExitStack() as held:
+        if os.environ.get("RANK", "0") == "0":  # rank 0 writes the folder: it holds it until the run is saved
+            try:
+                held.enter_context(lock_folder(args.out))
+            except FolderInUse as err:
+                print(f"{p.prog}: error: {err}", file=sys.stderr)
+                raise SystemExit(1) from None
+            except OSError as err:
+                p.error(f"--out {args.out}: cannot write there ({err.strerror or err})")
+        _train_and_save(args, argv, p, tconf, overrides, device)
+
+
+def _train_and_save(
+    args: argparse.Namespace,
+    argv: list[str],
+    p: argparse.ArgumentParser,
+    tconf: TrainConfig,
+    overrides: dict,
+    device: torch.device,
+) -> None:
+    """The body of :func:`main` once the arguments are checked and the run folder is held."""
     try:  # after every check: no process writes anything before all have checked their arguments
         dp, device = setup_distributed(device)
     except ValueError as err:
@@ -278,7 +332,12 @@ def main(argv: list[str] | None = None) -> None:
     if device.type == "cuda":
         enable_tf32(args.tf32)
     if dp.is_main:  # rank 0 trains the tokenizer (or reads the cache); the others read what it wrote
-        tokenizer = multi30k_tokenizer(args.vocab_size, root=args.data)
+        try:
+            tokenizer = multi30k_tokenizer(args.vocab_size, root=args.data)
+        except ChecksumError as err:
+            p.error(f"--data: {err}")
+        except ValueError as err:  # a size the data cannot reach: below its special tokens and characters
+            p.error(f"--vocab-size {args.vocab_size}: {err}")
     if dp.distributed:
         dist.barrier()
     if not dp.is_main:
@@ -328,6 +387,11 @@ def main(argv: list[str] | None = None) -> None:
             print(f"\n{stop}.\nResume with:\n  {launcher} -m lib.train {shlex.join(again)}", file=sys.stderr)
         _leave(dp)
         raise SystemExit(130) from None
+    except TrainingDiverged as err:  # nothing of the diverged run is saved: no run folder that load_run accepts
+        if dp.is_main:
+            print(f"\n{p.prog}: error: {err}", file=sys.stderr)
+        _leave(dp)
+        raise SystemExit(1) from None
     except ValueError as err:  # e.g. resuming with other settings than the checkpoint's
         _leave(dp)
         p.error(str(err))
@@ -370,7 +434,7 @@ def main(argv: list[str] | None = None) -> None:
         weights_dtype=getattr(torch, args.save_dtype),
         int8_embeddings=args.int8_embeddings,
     )
-    print(json.dumps(info, indent=2))
+    print(strict_json(info, indent=2), end="")
     _leave(dp)
 
 

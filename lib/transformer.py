@@ -24,6 +24,7 @@ from .attention import KeyValue, MultiHeadAttention, causal_mask, padding_mask
 from .config import Config
 from .interfaces import AttentionMaps, check_config_types
 from .positional import PositionalEncoding
+from .special_tokens import SPECIAL_TOKENS
 
 __all__ = [
     "TransformerConfig",
@@ -69,9 +70,10 @@ class TransformerConfig(Config):
     Raises:
         TypeError: a field of the wrong type (``"8000"`` or ``8000.0`` for an int, ``1`` for a bool): see
             :func:`lib.interfaces.check_config_types`.
-        ValueError: d_model not divisible by num_heads; odd d_model; non-positive sizes; no decoder layer or a
-            negative number of encoder layers; unknown activation; shared embeddings with different vocabulary
-            sizes; dropout outside [0, 1); layer_norm_eps not positive and finite; pad_id outside a vocabulary.
+        ValueError: d_model not divisible by num_heads; odd d_model; non-positive sizes; a vocabulary of no more
+            than the 4 special tokens; no decoder layer or a negative number of encoder layers; unknown
+            activation; shared embeddings with different vocabulary sizes; dropout outside [0, 1); layer_norm_eps
+            not positive and finite; pad_id outside a vocabulary.
 
     Source: Vaswani et al. 2017, §3 and Table 3 (the base model's sizes), §5.4 (dropout).
     """
@@ -94,12 +96,25 @@ class TransformerConfig(Config):
     fused_attention: bool = True
 
     PRESETS: ClassVar[tuple[str, ...]] = ("tiny", "multi30k", "multi30k_wide", "base")
+    SHAPE_FIELDS: ClassVar[tuple[str, ...]] = (
+        "d_model",
+        "num_heads",
+        "num_encoder_layers",
+        "num_decoder_layers",
+        "d_ff",
+    )
 
     def __post_init__(self) -> None:
         check_config_types(self)
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "num_heads", "d_ff", "max_len"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        for name in ("src_vocab_size", "tgt_vocab_size"):
+            if getattr(self, name) <= len(SPECIAL_TOKENS):
+                raise ValueError(
+                    f"{name} must exceed the {len(SPECIAL_TOKENS)} special tokens {SPECIAL_TOKENS}, "
+                    f"got {getattr(self, name)}"
+                )
         if self.num_encoder_layers < 0 or self.num_decoder_layers < 1:
             raise ValueError("need num_encoder_layers >= 0 and num_decoder_layers >= 1")
         if self.d_model % self.num_heads != 0 or self.d_model % 2 != 0:

@@ -12,23 +12,33 @@ mark (what Windows PowerShell writes) is read as UTF-16. A blank line gives a bl
 valid UTF-8 gives an empty line and a message on stderr naming it; a line longer than the model's limit is
 translated in pieces and named on stderr (see :func:`translate`). The output is UTF-8.
 
+The translations stream: the input is translated a few batches at a time (:data:`STREAM_BATCHES`) and each line is
+written and flushed as soon as it and the lines before it are done, so a reader sees output at once and Ctrl-C
+keeps every finished line (stderr says how many); on a terminal, a progress bar on stderr follows a long input.
+
 Exit status: 0 = every line was translated; 1 = some lines were not valid UTF-8 (their output lines are empty,
-every other line was written); 2 = bad arguments (nothing was loaded).
+every other line was written); 2 = bad arguments (nothing was loaded); 130 = interrupted with Ctrl-C (the lines
+before it were written).
 """
 
 from __future__ import annotations
 
 import argparse
 import codecs
+import contextlib
 import math
 import re
+import signal
 import sys
+import threading
 import unicodedata
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
+from tqdm import tqdm
 
 from .bpe import decode, encode
 from .checkpoint import load_run
@@ -45,6 +55,8 @@ __all__ = [
     "translation_attention",
     "MAX_BEAM",
     "MAX_HYPOTHESES",
+    "STREAM_BATCHES",
+    "PROGRESS_LINES",
     "clean_text",
     "plain_text_tokenizer",
     "text_pieces",
@@ -57,6 +69,11 @@ MAX_BEAM = 64
 #: Hypotheses decoded at once by :func:`translate`: the batch is lowered to ``MAX_HYPOTHESES // beam_size``
 #: sentences, so the default batch of 100 runs unchanged up to beam 5 and beam 64 decodes 7 sentences at a time.
 MAX_HYPOTHESES = 500
+#: The command line translates its input this many batches at a time (pieces of similar length share a batch
+#: within them) and writes each line as soon as it and the lines before it are done.
+STREAM_BATCHES = 4
+#: The command line shows a progress bar on a terminal for inputs of at least this many lines.
+PROGRESS_LINES = 200
 
 _CONTROL_IDS = frozenset({PAD_ID, BOS_ID, EOS_ID})
 _WORD_START = "\u2581"  # the Metaspace marker that lib.bpe's tokenizer puts before every word
@@ -67,7 +84,8 @@ _LINE_END_BYTES = re.compile(rb"\r\n|\r|\n")
 
 
 def clean_text(text: str) -> str:
-    """The text as the model should see it: NFC, without byte-order marks and surrounding whitespace.
+    """The text as the model should see it: NFC, without byte-order marks and surrounding whitespace; a text of
+    invisible characters only (zero-width spaces, joiners, soft hyphens) is blank.
 
     The first step of :func:`translate` (and of the exported model's and the web page's tokenizer).
 
@@ -79,7 +97,9 @@ def clean_text(text: str) -> str:
     """
     # U+FEFF inside text is a byte-order mark left over from concatenated files (its use as a zero-width
     # no-break space is deprecated since Unicode 3.2); str.strip() also removes a "\r" left from "\r\n".
-    return unicodedata.normalize("NFC", text).replace("\ufeff", "").strip()
+    text = unicodedata.normalize("NFC", text).replace("\ufeff", "").strip()
+    # a text of invisible characters only (zero-width spaces and joiners, soft hyphens: format characters) is blank
+    return "" if all(unicodedata.category(c) == "Cf" or c.isspace() for c in text) else text
 
 
 def plain_text_tokenizer(tokenizer):
@@ -148,7 +168,6 @@ def text_pieces(tokenizer, text: str, limit: int) -> tuple[list[list[int]], int]
     return pieces, len(ids)
 
 
-@torch.no_grad()
 def _translate(
     model: EncoderDecoder,
     tokenizer,
@@ -161,42 +180,79 @@ def _translate(
     max_hypotheses: int,
 ) -> tuple[list[str], dict[int, tuple[int, int]]]:
     """:func:`translate` without the checks and warnings; also returns {index: (ids, pieces)} of the split sentences."""
+    out, split = [], {}
+    for i, text, pieces in _translations(
+        model, tokenizer, sentences, beam_size, alpha, batch_size, device, too_long, max_hypotheses, len(sentences)
+    ):
+        out.append(text)
+        if pieces is not None:
+            split[i] = pieces
+    return out, split
+
+
+@torch.no_grad()
+def _translations(
+    model: EncoderDecoder,
+    tokenizer,
+    sentences: list[str],
+    beam_size: int,
+    alpha: float,
+    batch_size: int,
+    device: torch.device | str | None,
+    too_long: str,
+    max_hypotheses: int,
+    window: int,
+) -> Iterator[tuple[int, str, tuple[int, int] | None]]:
+    """``(index, translation, (ids, pieces) of a split sentence or None)`` in the order of ``sentences``, each as
+    soon as it and every sentence before it are translated.
+
+    The sentences are taken ``window`` at a time; in a window, pieces of similar length share a batch (the whole
+    list in one window: the best batching, the first translation last; a few batches' worth: output that flows).
+    """
     limit = model.config.max_len - 1  # source ids, so that with EOS the source fills at most max_len positions
     plain = plain_text_tokenizer(tokenizer)
-    pieces: list[list[int]] = []  # source ids of every piece to decode, EOS appended
-    owner: list[int] = []  # the sentence each piece belongs to
-    split: dict[int, tuple[int, int]] = {}
-    for i, sentence in enumerate(sentences):
-        parts, n_ids = text_pieces(plain, clean_text(sentence), limit)  # a blank sentence has no piece
-        if len(parts) > 1:
-            if too_long == "error":
-                raise ValueError(
-                    f"sentences[{i}] has {n_ids} sub-word tokens, more than the model's limit of {limit} "
-                    "(model.config.max_len - 1); pass too_long='split' to translate it in pieces"
-                )
-            split[i] = (n_ids, len(parts))
-        pieces += [p + [EOS_ID] for p in parts]
-        owner += [i] * len(parts)
-
     device = next(model.parameters()).device if device is None else torch.device(device)
     model.to(device).eval()
     batch = max(1, min(batch_size, max_hypotheses // beam_size))  # at most max_hypotheses hypotheses at once
-    order = sorted(range(len(pieces)), key=lambda j: len(pieces[j]))  # similar lengths share a batch
-    texts = [""] * len(pieces)
-    for start in range(0, len(order), batch):
-        chunk = order[start : start + batch]
-        src = pad_batch([pieces[j] for j in chunk], PAD_ID).to(device)
-        if beam_size == 1:
-            hyps = greedy_decode(model, src)
-        else:
-            hyps = beam_search(model, src, beam_size=beam_size, alpha=alpha)
-        for j, h in zip(chunk, hyps):
-            texts[j] = decode(tokenizer, h)
-    parts_of: list[list[str]] = [[] for _ in sentences]
-    for j, i in enumerate(owner):
-        parts_of[i].append(texts[j])
-    out = [parts[0] if len(parts) == 1 else " ".join(t for t in parts if t) for parts in parts_of]
-    return out, split
+    for first in range(0, len(sentences), max(window, 1)):
+        group = sentences[first : first + max(window, 1)]
+        pieces: list[list[int]] = []  # source ids of every piece to decode, EOS appended
+        owner: list[int] = []  # the sentence (in the group) each piece belongs to
+        split: dict[int, tuple[int, int]] = {}
+        for i, sentence in enumerate(group):
+            parts, n_ids = text_pieces(plain, clean_text(sentence), limit)  # a blank sentence has no piece
+            if len(parts) > 1:
+                if too_long == "error":
+                    raise ValueError(
+                        f"sentences[{first + i}] has {n_ids} sub-word tokens, more than the model's limit of {limit} "
+                        "(model.config.max_len - 1); pass too_long='split' to translate it in pieces"
+                    )
+                split[i] = (n_ids, len(parts))
+            pieces += [p + [EOS_ID] for p in parts]
+            owner += [i] * len(parts)
+        pieces_of: list[list[int]] = [[] for _ in group]
+        for j, i in enumerate(owner):
+            pieces_of[i].append(j)
+        waiting = [len(js) for js in pieces_of]  # pieces of each sentence still to decode
+        texts = [""] * len(pieces)
+        done = 0  # sentences of the group already yielded
+        order = sorted(range(len(pieces)), key=lambda j: len(pieces[j]))  # similar lengths share a batch
+        for start in range(0, len(order) + 1, batch):  # one more round: yields the group's trailing blank lines
+            chunk = order[start : start + batch]
+            if chunk:
+                src = pad_batch([pieces[j] for j in chunk], PAD_ID).to(device)
+                if beam_size == 1:
+                    hyps = greedy_decode(model, src)
+                else:
+                    hyps = beam_search(model, src, beam_size=beam_size, alpha=alpha)
+                for j, h in zip(chunk, hyps):
+                    texts[j] = decode(tokenizer, h)
+                    waiting[owner[j]] -= 1
+            while done < len(group) and waiting[done] == 0:
+                parts = [texts[j] for j in pieces_of[done]]
+                text = parts[0] if len(parts) == 1 else " ".join(t for t in parts if t)
+                yield first + done, text, split.get(done)
+                done += 1
 
 
 @torch.no_grad()
@@ -431,7 +487,8 @@ def _parser() -> argparse.ArgumentParser:
         ),
         epilog=(
             "exit status: 0 = every line translated; 1 = some input lines were not valid UTF-8 (their output "
-            "lines are empty, all other lines were written); 2 = bad arguments (checked before anything is loaded)."
+            "lines are empty, all other lines were written); 2 = bad arguments (checked before anything is loaded); "
+            "130 = interrupted with Ctrl-C (every line translated before it was written)."
         ),
     )
     p.add_argument("--run", required=True, help="run folder (e.g. models/de-en or runs/NAME)")
@@ -514,7 +571,8 @@ def main(argv: list[str] | None = None) -> int:
 
     Returns:
         The exit status: 0 = every line translated; 1 = some lines were not valid UTF-8 (their output lines are
-        empty, every other line was written, stderr names them).
+        empty, every other line was written, stderr names them); 130 = Ctrl-C (the lines done before it were
+        written, and stderr says how many).
     """
     p = _parser()
     args = p.parse_args(argv)
@@ -544,20 +602,63 @@ def main(argv: list[str] | None = None) -> int:
     lines, errors = _read_lines(sys.stdin.buffer.read())
     for message in errors:
         print(message, file=sys.stderr)
-    english, split = _translate(
-        run.model, run.tokenizer, lines, args.beam, args.alpha, args.batch_size, None, "split", MAX_HYPOTHESES
-    )
     limit = run.model.config.max_len - 1
-    for i, (n_ids, n_pieces) in split.items():
-        print(
-            f"line {i + 1}: {n_ids} sub-word tokens, more than the model's limit of {limit}: "
-            f"translated in {n_pieces} pieces joined by spaces",
-            file=sys.stderr,
-        )
-    # a translation never spans lines: the line count out equals the line count in
-    out.write("".join(" ".join(t.splitlines()) + "\n" for t in english).encode("utf-8"))
-    out.flush()
+    window = STREAM_BATCHES * max(1, min(args.batch_size, MAX_HYPOTHESES // args.beam))
+    bar = tqdm(total=len(lines), unit="line", file=sys.stderr, disable=not _show_progress(len(lines)))
+    done = 0
+    try:
+        for i, english, split in _translations(
+            run.model,
+            run.tokenizer,
+            lines,
+            args.beam,
+            args.alpha,
+            args.batch_size,
+            None,
+            "split",
+            MAX_HYPOTHESES,
+            window,
+        ):
+            if split is not None:
+                bar.clear()
+                print(
+                    f"line {i + 1}: {split[0]} sub-word tokens, more than the model's limit of {limit}: "
+                    f"translated in {split[1]} pieces joined by spaces",
+                    file=sys.stderr,
+                )
+            # a translation never spans lines: the line count out equals the line count in
+            with _ctrl_c_after():  # so that the count said after Ctrl-C is the count of lines written
+                out.write((" ".join(english.splitlines()) + "\n").encode("utf-8"))
+                out.flush()  # a reader (or a Ctrl-C) gets every line as soon as it and those before it are done
+                done += 1
+            bar.update(1)
+    except KeyboardInterrupt:
+        bar.close()
+        print(f"\ninterrupted: {done} of {len(lines)} lines translated and written", file=sys.stderr)
+        return 130
+    bar.close()
     return 1 if errors else 0
+
+
+@contextlib.contextmanager
+def _ctrl_c_after() -> Iterator[None]:
+    """Hold back Ctrl-C (SIGINT) until the block is done: it raises ``KeyboardInterrupt`` right after it."""
+    if threading.current_thread() is not threading.main_thread():  # signals go to the main thread only
+        yield
+        return
+    pending: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pending.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if pending:
+        raise KeyboardInterrupt
+
+
+def _show_progress(lines: int) -> bool:
+    """Whether the command line shows a progress bar: on a terminal's stderr, for an input of many lines."""
+    return lines >= PROGRESS_LINES and sys.stderr.isatty()
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ The package, one concern a module (every name below is importable from ``lib.tra
 - ``loop``: :func:`train`, the step and the budget.
 - ``device``: :func:`select_device`, :func:`enable_tf32`, :func:`amp_context`.
 - ``distributed``: data parallelism under ``torchrun`` (:func:`setup_distributed`, :func:`shard_batch`).
-- ``resume``: the checkpoint, the random states and Ctrl-C (:class:`TrainingInterrupted`).
+- ``resume``: the checkpoint, the random states and Ctrl-C (:class:`TrainingInterrupted`); a diverged run
+  (:class:`TrainingDiverged`) is never saved.
 - ``progress`` and ``memo``: the loop's bookkeeping, and the kept runs of the test suite (:data:`TRAIN_CACHE_ENV`).
 
 Source: Vaswani et al. (2017), §5.3 (Adam β₁ = 0.9, β₂ = 0.98, ε = 1e-9; Eq. (3) warm-up schedule)
@@ -38,10 +39,11 @@ from .recipe import (
     seq2seq_loss,
     translation_batches,
 )
-from .resume import CHECKPOINT, RESUMABLE_CHANGES, TrainingInterrupted
+from .resume import CHECKPOINT, RESUMABLE_CHANGES, TrainingDiverged, TrainingInterrupted
 
 __all__ = [
     "TrainingInterrupted",
+    "TrainingDiverged",
     "noam_lr",
     "label_smoothed_cross_entropy",
     "TrainConfig",

@@ -25,6 +25,7 @@ Source: Vaswani et al. 2017, §5.3 (Adam, Eq. (3)) and §5.4 (regularisation).
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import time
@@ -44,7 +45,7 @@ from .distributed import Replica, ranks
 from .memo import TrainMemo
 from .progress import Progress
 from .recipe import TrainConfig, TrainResult, noam_lr, seq2seq_loss
-from .resume import Checkpoint, DeferredInterrupt
+from .resume import Checkpoint, DeferredInterrupt, TrainingDiverged
 
 __all__ = ["TRAIN_CACHE_ENV", "train"]
 
@@ -96,7 +97,10 @@ def train(
         ValueError: resume without out_dir; a model without ``config.d_model``; resuming with other settings than
             the checkpoint's (only the budget and the validation interval may change); an epoch with no batches;
             a :class:`lib.data.Batch` whose targets are all padding.
-        TrainingInterrupted: Ctrl-C, after the step under way and, with ``out_dir``, the checkpoint are done.
+        TrainingInterrupted: Ctrl-C or SIGTERM, after the step under way and, with ``out_dir``, the checkpoint
+            are done.
+        TrainingDiverged: the loss or the gradient norm became NaN or infinite (the message names the step and
+            the learning rate); no checkpoint or snapshot with non-finite weights is written.
 
     Source: Vaswani et al. 2017, §5.3 (Adam, Eq. (3)) and §5.4 (regularisation).
     """
@@ -120,7 +124,7 @@ def train(
     scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype == torch.float16)  # loss scaling for fp16 only
     saved = checkpoint.load() if resume else None  # None: a new run; else this rank's random states are restored
     run = Progress(model, optimizer, scheduler, config, evaluate, checkpoint, memo.log, progress, dp.is_main, saved)
-    with DeferredInterrupt() as stop, _Epochs(batches, prefetch, device) as epochs:
+    with DeferredInterrupt() as stop, _Epochs(batches, prefetch, device) as epochs, run:
         while not run.spent():
             for batch in epochs(run.epoch, start=run.batch):
                 if run.spent():
@@ -135,7 +139,9 @@ def train(
                 scaler.scale(replica.weigh(loss, share)).backward()
                 if config.clip_norm is not None:
                     scaler.unscale_(optimizer)
-                    nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
+                    norm = float(nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm))
+                    if not math.isfinite(norm) and not scaler.is_enabled():  # fp16's scaler skips such steps
+                        raise TrainingDiverged(run.result.steps + 1, "gradient norm", norm, config.peak_lr)
                 scaler.step(optimizer)
                 scaler.update()
                 scheduler.step()
@@ -144,6 +150,8 @@ def train(
                 loss_value, step_s, interrupted = replica.agree(
                     loss, share, time.perf_counter() - start, stop.requested
                 )
+                if not math.isfinite(loss_value):  # the same on every rank: agreed by all
+                    raise TrainingDiverged(run.result.steps + 1, "loss", loss_value, config.peak_lr)
                 run.count(loss_value, step_s, tokens)
                 if interrupted:  # Ctrl-C: this step is done; save the checkpoint and stop
                     raise run.interrupted()

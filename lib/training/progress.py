@@ -114,7 +114,7 @@ class Progress:
     def after_step(self) -> None:
         """Save the snapshots and run the validation whose time has come."""
         while self.snapshots and self.train_s >= self.snapshots[0] * 60.0:
-            self.checkpoint.snapshot(self.model, self.snapshots.pop(0))
+            self.checkpoint.snapshot(self.model, self.snapshots.pop(0), self.result.steps)
         if self.config.eval_every_steps is not None:
             if self.result.steps % self.config.eval_every_steps == 0:
                 self.validate()
@@ -159,6 +159,13 @@ class Progress:
         self._save()
         self.bar.close()
         return TrainingInterrupted(self.result.steps, self.checkpoint.path)
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is not None:  # an error stops training: the bar's last line must not follow its message
+            self.bar.close()
 
     def finish(self) -> TrainResult:
         """Close the bar, name the budget that ended the run, and validate unless the last step just did.

@@ -1,4 +1,4 @@
-"""Resuming exactly: the run folder's checkpoint, every random state, and Ctrl-C after a whole step.
+"""Resuming exactly: the run folder's checkpoint, every random state, and Ctrl-C or SIGTERM after a whole step.
 
 A checkpoint holds the weights, Adam's moments, the schedule's step, the history, the position in the batches
 (epoch and batch) and the random states of Python, torch's CPU generator and the training device's own
@@ -28,6 +28,7 @@ __all__ = [
     "CHECKPOINT",
     "RESUMABLE_CHANGES",
     "TrainingInterrupted",
+    "TrainingDiverged",
     "Checkpoint",
     "DeferredInterrupt",
     "rng_state",
@@ -43,7 +44,7 @@ RESUMABLE_CHANGES = frozenset({"minutes", "max_steps", "snapshot_minutes", "eval
 
 
 class TrainingInterrupted(KeyboardInterrupt):
-    """Ctrl-C stopped ``train`` after a whole optimiser step; the resume checkpoint, if any, is saved.
+    """Ctrl-C (or SIGTERM) stopped ``train`` after a whole optimiser step; the resume checkpoint, if any, is saved.
 
     Args:
         steps: optimiser steps completed.
@@ -54,6 +55,30 @@ class TrainingInterrupted(KeyboardInterrupt):
         self.steps, self.checkpoint = steps, checkpoint
         where = f"; checkpoint saved to {checkpoint}" if checkpoint is not None else " (no out_dir: nothing saved)"
         super().__init__(f"training interrupted after {steps} steps{where}")
+
+
+class TrainingDiverged(ArithmeticError):
+    """The loss, the gradient or the weights became NaN or infinite: training stops and saves nothing more.
+
+    Args:
+        step: the optimiser step at which it was seen (1 = the first).
+        what: what was not finite (e.g. ``"loss"``, ``"gradient norm"``).
+        value: its value.
+        peak_lr: the schedule's peak learning rate, the likely cause.
+    """
+
+    def __init__(self, step: int, what: str, value: float, peak_lr: float) -> None:
+        self.step, self.what, self.value = step, what, value
+        super().__init__(
+            f"training diverged at step {step}: the {what} is {value} (not finite); the likely cause is a learning "
+            f"rate too high (peak_lr {peak_lr:g}): lower it or lengthen the warm-up. Nothing of the diverged run "
+            "was saved (a checkpoint saved before, if any, is intact)"
+        )
+
+
+def _finite(state: dict) -> bool:
+    """Whether every floating-point tensor of a state dict is finite."""
+    return all(bool(torch.isfinite(v).all()) for v in state.values() if torch.is_tensor(v) and v.is_floating_point())
 
 
 class Checkpoint:
@@ -90,9 +115,14 @@ class Checkpoint:
         Args:
             state: the loop's state: ``model``, ``optimizer`` and ``scheduler`` state dicts, ``result`` (a dict),
                 ``epoch`` and ``batch`` (the batches of that epoch consumed).
+
+        Raises:
+            TrainingDiverged: a weight is NaN or infinite (the checkpoint on disk is left as it was).
         """
         if self.path is None:
             return
+        if not _finite(state["model"]):  # the previous checkpoint, if any, stays: it is the last good one
+            raise TrainingDiverged(state["result"]["steps"], "model's weights", float("nan"), self.config.peak_lr)
         rng = rng_state(self.device)
         if self.ranks.distributed:  # every rank's generators, so that each rank resumes its own dropout stream
             rng_ranks: list[Any] = [None] * self.ranks.world_size
@@ -133,15 +163,22 @@ class Checkpoint:
                 set_rng_state(rng, self.device, stacklevel=4)
         return state
 
-    def snapshot(self, model: nn.Module, minutes: float) -> None:
+    def snapshot(self, model: nn.Module, minutes: float, step: int = 0) -> None:
         """Save the model's weights as ``model_{minutes}min.pt`` in the folder (rank 0; nothing without a folder).
 
         Args:
             model: the model.
             minutes: the training time the snapshot is taken at.
+            step: the optimiser steps taken (named by the error when the weights are not finite).
+
+        Raises:
+            TrainingDiverged: a weight is NaN or infinite (nothing is written).
         """
         if self.folder is not None and self.ranks.is_main:
-            atomic_torch_save(model.state_dict(), self.folder / f"model_{minutes:g}min.pt")
+            state = model.state_dict()
+            if not _finite(state):
+                raise TrainingDiverged(step, "model's weights", float("nan"), self.config.peak_lr)
+            atomic_torch_save(state, self.folder / f"model_{minutes:g}min.pt")
 
 
 def rng_state(device: torch.device) -> dict:
@@ -193,12 +230,15 @@ def set_rng_state(state: dict, device: torch.device, stacklevel: int = 3) -> Non
 
 
 class DeferredInterrupt:
-    """Within ``with``, the first Ctrl-C only sets ``requested`` (the loop stops after the current step); a second
-    one interrupts at once. Only in the main thread (signals go there); elsewhere it does nothing."""
+    """Within ``with``, the first Ctrl-C (SIGINT) or SIGTERM (what ``kill``, a job scheduler or a closing session
+    sends) only sets ``requested`` (the loop stops after the current step); a second one interrupts at once. Only in
+    the main thread (signals go there); elsewhere it does nothing."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self) -> None:
         self.requested = False
-        self._previous: Any = None
+        self._previous: dict[int, Any] = {}
 
     def _handler(self, signum: int, frame: Any) -> None:
         if self.requested:
@@ -207,12 +247,13 @@ class DeferredInterrupt:
 
     def __enter__(self) -> DeferredInterrupt:
         if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._handler)
+            self._previous = {signum: signal.signal(signum, self._handler) for signum in self.SIGNALS}
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+        self._previous = {}
 
 
 def _check_resumable(state: dict, config: TrainConfig, model_config: dict | None, ckpt: Path) -> None:

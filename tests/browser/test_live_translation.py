@@ -232,6 +232,8 @@ def test_browser_tokenizer_gives_lib_translates_ids(visit, server):
         "\ufeff  Ein Hund </s> läuft <unk> über <pad> die <s> Wiese.\r",
         "e\u0301tude Cafe\u0301 ﬁ ① ＡＢＣ 日本語 🙂 ẞ",
         "\x1c\u2028 a\u00a0b\u3000",
+        "\u200b \u200d\u2060",
+        "\u00ad",
         "„Ja“, sagte er. (Nein!) [vielleicht?] 1.000,50 €",
         " ".join(test[:30]),  # longer than the model's limit: split at sentence ends
         "Wort" * 400,  # one word longer than the limit: cut at the limit

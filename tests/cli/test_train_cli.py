@@ -119,6 +119,7 @@ def test_an_existing_run_is_never_replaced_without_overwrite(usage_error, tmp_pa
     out = tmp_path / "run"
     out.mkdir()
     (out / "model.pt").write_bytes(b"precious")
+    (out / "manifest.json").write_text('{"format": 1, "files": {}, "hyper_parameters": {}}')  # a run's manifest
     code, err = usage_error("--steps", "1", "--out", str(out))
     assert code == 2 and "already holds a run" in err and "--overwrite" in err
     assert (out / "model.pt").read_bytes() == b"precious"
@@ -134,6 +135,7 @@ def test_overwrite_leaves_nothing_of_the_replaced_run(multi30k_dir, tmp_path):
     out.mkdir()
     for name in ("model.pt", "model_1.5min.pt", "model_20min.pt", "history.json", "results.json"):
         (out / name).write_text("from the old run")
+    (out / "manifest.json").write_text('{"format": 1, "files": {}, "hyper_parameters": {}}')  # it is a run
     (out / "notes.txt").write_text("the reader's own file")
     args = ["--preset", "tiny", "--steps", "2", "--max-tokens", "500", "--eval-every", "100", "--overwrite"]
     proc = _cli(*args, "--out", str(out), timeout=300)
@@ -145,7 +147,10 @@ def test_overwrite_leaves_nothing_of_the_replaced_run(multi30k_dir, tmp_path):
 
 
 @pytest.mark.slow
-def test_ctrl_c_saves_a_checkpoint_and_prints_the_resume_command(multi30k_dir, tmp_path):
+@pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_saves_a_checkpoint_and_prints_the_resume_command(multi30k_dir, tmp_path, signum):
+    # SIGTERM (kill, a job scheduler, a closing session) is handled like Ctrl-C: it stopped training without a word
+    # and lost up to one validation interval
     import signal
 
     out = tmp_path / "run"
@@ -162,7 +167,7 @@ def test_ctrl_c_saves_a_checkpoint_and_prints_the_resume_command(multi30k_dir, t
         while not line.startswith("step"):  # the first logged step: the deferred Ctrl-C handler is in place
             line = proc.stdout.readline()
             assert line, "the run ended before it logged a step: " + proc.stderr.read()[-2000:]
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(getattr(signal, signum))
         _, err = proc.communicate(timeout=120)
     finally:
         proc.kill()
@@ -183,3 +188,23 @@ def test_device_auto_is_the_default_and_cuda_without_a_gpu_is_a_usage_error(usag
         pytest.skip("this machine has a GPU")
     code, err = usage_error("--steps", "5", "--device", "cuda", "--out", str(tmp_path / "run"))
     assert code == 2 and "torch sees no CUDA device" in err.strip().splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_a_diverging_run_exits_1_with_one_line_and_saves_no_run(multi30k_dir, tmp_path):
+    out = tmp_path / "run"
+    args = ["--preset", "tiny", "--steps", "20", "--max-tokens", "500", "--eval-every", "100", "--peak-lr", "1e30"]
+    proc = _cli(*args, "--out", str(out), timeout=300)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("python -m lib.train: error: training diverged at step") and "learning rate" in last
+    assert "Traceback" not in proc.stderr and not (out / "model.pt").exists() and not (out / "manifest.json").exists()
+
+
+@pytest.mark.slow
+def test_a_vocabulary_size_the_data_cannot_reach_is_a_usage_error(multi30k_dir, tmp_path):
+    # train_bpe returned a larger vocabulary than asked (every character is kept); lib.train now says so in one line
+    proc = _cli("--steps", "1", "--vocab-size", "5", "--out", str(tmp_path / "run"), timeout=300)
+    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 2 and last.startswith("python -m lib.train: error: --vocab-size 5: vocab_size=5 cannot")
+    assert "Traceback" not in proc.stderr and not (tmp_path / "run").exists()

@@ -406,3 +406,112 @@ def test_translate_rejects_a_bare_string_or_a_non_string(bad, shipped):
 def test_translate_rejects_bad_arguments(kwargs, match, shipped):
     with pytest.raises(ValueError, match=match):
         T.translate(shipped.model, shipped.tokenizer, ["Ein Hund."], **kwargs)
+
+
+# --- streaming, Ctrl-C, progress, invisible lines (issue 34) ----------------------------------------------------
+
+
+def test_a_line_of_invisible_characters_stays_blank(shipped, monkeypatch):
+    # a line of zero-width spaces was translated ("The cord.") where a whitespace-only line stays blank
+    invisible = ["\u200b", "\u200b \u200d\u2060", "\u00ad", "\u200c\t\u200e"]
+    monkeypatch.setattr(T, "greedy_decode", lambda *a, **k: pytest.fail("the model ran for invisible input"))
+    assert T.translate(shipped.model, shipped.tokenizer, invisible) == [""] * len(invisible)
+
+
+@pytest.fixture(scope="module")
+def forty(multi30k_dir):
+    """Forty real test sentences."""
+    return [de for de, _ in load_multi30k("test_2016_flickr")[:40]]
+
+
+class _Stdout:
+    """A stdout whose ``buffer`` records, at each flush, the lines written so far and the batches decoded by then."""
+
+    def __init__(self, decoded):
+        self.lines, self.flushes, self.decoded = b"", [], decoded
+        self.buffer = self
+
+    def write(self, data):
+        self.lines += data if isinstance(data, bytes) else data.encode()
+
+    def flush(self):
+        self.flushes.append((self.lines.count(b"\n"), len(self.decoded)))
+
+
+def _streaming_cli(monkeypatch, shipped, lines, *args, interrupt_at=None):
+    decoded = []
+    real = T.greedy_decode
+
+    def counting(model, src, *a, **k):
+        decoded.append(src.size(0))
+        if len(decoded) == interrupt_at:
+            raise KeyboardInterrupt  # as if the reader pressed Ctrl-C during this batch
+        return real(model, src, *a, **k)
+
+    monkeypatch.setattr(T, "greedy_decode", counting)
+    monkeypatch.setattr(T, "load_run", lambda *a, **k: shipped)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO("\n".join(lines).encode() + b"\n")))
+    stdout = _Stdout(decoded)
+    monkeypatch.setattr(sys, "stdout", stdout)
+    code = T.main(["--run", str(SHIPPED_MODEL), *args])
+    return code, stdout, decoded
+
+
+def test_translations_are_written_as_soon_as_they_and_the_lines_before_are_done(shipped, forty, monkeypatch):
+    # nothing was written until the whole input was translated (18 minutes of silence for 50,000 lines)
+    lines = forty
+    expected = T.translate(shipped.model, shipped.tokenizer, lines)
+    code, stdout, decoded = _streaming_cli(monkeypatch, shipped, lines, "--batch-size", "4")
+    assert code == 0 and stdout.lines.decode().split("\n")[:-1] == expected
+    assert len(decoded) == 10 and max(decoded) == 4  # batching kept: ten batches of four
+    first = next(n_decoded for n_lines, n_decoded in stdout.flushes if n_lines > 0)
+    assert first <= T.STREAM_BATCHES  # the first lines came out within the first window of batches
+
+
+def test_ctrl_c_keeps_the_lines_written_and_says_how_many(shipped, forty, monkeypatch, capsys):
+    # Ctrl-C 40 s into a 3,000-line job gave a traceback and 0 lines: all finished work was lost
+    lines = forty
+    expected = T.translate(shipped.model, shipped.tokenizer, lines)
+    code, stdout, _ = _streaming_cli(monkeypatch, shipped, lines, "--batch-size", "4", interrupt_at=7)
+    written = stdout.lines.decode().split("\n")[:-1]
+    assert code == 130 and written == expected[: len(written)] and len(written) >= 4 * T.STREAM_BATCHES
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"interrupted: {len(written)} of 40 lines translated and written"
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_a_progress_bar_on_stderr_only_for_a_long_input_on_a_terminal(shipped, forty, monkeypatch, capsys, terminal):
+    monkeypatch.setattr(T, "PROGRESS_LINES", 10)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: terminal, raising=False)
+    code, stdout, _ = _streaming_cli(monkeypatch, shipped, forty[:12], "--batch-size", "6")
+    err = capsys.readouterr().err
+    assert code == 0 and stdout.lines.count(b"\n") == 12
+    assert ("12/12" in err and "line" in err) == terminal, err
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_a_real_process_keeps_the_finished_lines(forty, tmp_path):
+    import signal
+
+    lines = forty * 10  # 400 lines: several windows of batches of 8
+    source = tmp_path / "input.de"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with source.open("rb") as stdin:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lib.translate", "--run", str(SHIPPED_MODEL), "--batch-size", "8"],
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    try:
+        first = proc.stdout.readline()  # the first translation arrives long before the input is done
+        assert first, proc.stderr.read().decode()[-2000:]
+        proc.send_signal(signal.SIGINT)
+        rest, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    written = (first + rest).decode().split("\n")[:-1]
+    err = err.decode()
+    assert proc.returncode == 130 and "Traceback" not in err, err[-2000:]
+    assert 1 <= len(written) < len(lines)
+    assert err.strip().splitlines()[-1] == f"interrupted: {len(written)} of {len(lines)} lines translated and written"

@@ -198,3 +198,11 @@ def test_encode_and_tokens_reject_non_strings(toy_tok):
         encode(toy_tok, 5)
     with pytest.raises(ValueError, match="text"):
         tokens(toy_tok, ["a"])
+
+
+def test_a_vocabulary_size_below_the_characters_of_the_texts_is_refused():
+    # train_bpe(vocab_size=5) returned 13 tokens: the trainer keeps every character whatever the size asked
+    # (here e, i, n, H, u, d, a, o, g and the word-start mark)
+    with pytest.raises(ValueError, match=r"vocab_size=5 cannot be reached: .* 10 distinct characters .* at least 14"):
+        train_bpe(["ein Hund", "a dog"], vocab_size=5)
+    assert train_bpe(["ein Hund", "a dog"], vocab_size=14, min_frequency=1).get_vocab_size() == 14

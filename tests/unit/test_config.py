@@ -59,3 +59,28 @@ def test_presets_by_name():
         assert cls.PRESETS and all(callable(getattr(cls, name)) for name in cls.PRESETS)
     with pytest.raises(ValueError, match="unknown preset 'huge' for GPTConfig"):
         GPTConfig.preset("huge", 50)
+
+
+@pytest.mark.parametrize(
+    "cls, field",
+    [(TransformerConfig, "d_model"), (TransformerConfig, "num_decoder_layers"), (Seq2SeqConfig, "d_hidden")],
+)
+def test_from_dict_needs_the_sizes_of_the_weights_even_with_a_default(cls, field):
+    # TransformerConfig.from_dict without d_model silently took 512: a dict that lacks a size describes no model
+    data = {k: v for k, v in CONFIGS[cls].to_dict().items() if k != field}
+    with pytest.raises(ValueError, match=rf"needs field\(s\) \['{field}'\]"):
+        cls.from_dict(data)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: TransformerConfig.tiny(4),
+        lambda: TransformerConfig(3, 3),
+        lambda: TransformerConfig(100, 2, share_embeddings=False),
+        lambda: Seq2SeqConfig(4),
+    ],
+)
+def test_a_vocabulary_of_no_more_than_the_special_tokens_is_refused(build):
+    with pytest.raises(ValueError, match="vocab_size must exceed the 4 special tokens"):
+        build()

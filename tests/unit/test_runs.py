@@ -24,7 +24,7 @@ from lib.checkpoint import (
     write_manifest,
 )
 from lib.files import atomic_write_text
-from lib.training import TrainConfig, TrainingInterrupted, train
+from lib.training import TrainConfig, TrainingDiverged, TrainingInterrupted, train
 from lib.transformer import Transformer, TransformerConfig
 
 TOKENIZER = train_bpe(["ein Hund läuft", "a dog runs", "zwei Männer", "two men"] * 5, vocab_size=40)
@@ -478,3 +478,52 @@ def test_the_gpu_recipe_bf16_tf32_pinned_batches_and_compile_trains():
             matmul.fp32_precision = before
         else:
             enable_tf32(False)
+
+
+# --- a diverging run is never saved as good (issue 34) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("clip_norm", [1.0, None])
+def test_a_diverging_run_stops_naming_the_step_and_the_learning_rate(tmp_path, clip_norm):
+    # --peak-lr 1e30 made the loss NaN from step 3; training went on and saved NaN weights under a valid manifest
+    config = TrainConfig(max_steps=12, warmup=2, eval_every_steps=1, peak_lr=1e30, amp=False, clip_norm=clip_norm)
+    model, batches, loss_fn = _lm_setup()
+    with pytest.raises(TrainingDiverged, match=r"^training diverged at step \d+: .*learning rate.*peak_lr 1e\+30"):
+        train(model, batches, config, loss_fn=loss_fn, out_dir=tmp_path, progress=False, log=lambda _: None)
+    if (tmp_path / "checkpoint.pt").exists():  # a checkpoint of the steps before, never of non-finite weights
+        state = torch.load(tmp_path / "checkpoint.pt", weights_only=True)["model"]
+        assert all(torch.isfinite(v).all() for v in state.values() if v.is_floating_point())
+        assert state.keys() == model.state_dict().keys()
+
+
+def test_non_finite_weights_are_neither_saved_nor_loaded(tmp_path):
+    model = _tiny_run(tmp_path / "run")
+    with torch.no_grad():
+        model.src_embed.weight[5, 0] = float("nan")
+    with pytest.raises(ValueError, match=r"src_embed\.weight holds NaN or infinite values"):
+        save_run(tmp_path / "nan", model, TOKENIZER)
+    assert not (tmp_path / "nan").exists()
+    # a run whose weights are NaN however they got there (an older version, another tool) is refused on loading
+    state = torch.load(tmp_path / "run" / "model.pt", weights_only=True)
+    state["src_embed.weight"][5, 0] = float("inf")
+    torch.save(state, tmp_path / "run" / "model.pt")
+    write_manifest(tmp_path / "run")
+    with pytest.raises(RunError, match=r"model\.pt: weight src_embed\.weight holds NaN or infinite values"):
+        load_run(tmp_path / "run")
+
+
+def test_every_json_of_a_run_is_strict_json(tmp_path):
+    # results.json held a bare NaN, which is not JSON: browsers, jq and strict parsers refuse the file
+    model = Transformer(TransformerConfig.tiny(TOKENIZER.get_vocab_size()))
+    history = [{"step": 1, "val_loss": float("nan")}]
+    save_run(tmp_path, model, TOKENIZER, history=history, results={"final_val_loss": float("nan"), "x": float("inf")})
+    update_results(tmp_path, {"bleu": float("nan")})
+
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+
+    for file in tmp_path.glob("*.json"):
+        json.loads(file.read_text(), parse_constant=refuse)
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results == {"final_val_loss": None, "x": None, "bleu": None}
+    assert load_run(tmp_path).history == [{"step": 1, "val_loss": None}]

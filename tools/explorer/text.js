@@ -12,9 +12,13 @@ const SENTENCE_END = new RegExp(
 );
 const WORD_START = "\u2581"; // the Metaspace marker before every word
 
-/** lib.translate.clean_text: NFC, without byte-order marks (U+FEFF) and surrounding whitespace. */
+// A text of invisible characters only (format characters, category Cf: zero-width spaces, joiners, soft hyphens).
+const INVISIBLE = new RegExp(`^[\\p{Cf}${PY_SPACE}]*$`, "u");
+
+/** lib.translate.clean_text: NFC, without byte-order marks (U+FEFF) and surrounding whitespace; "" when invisible. */
 export function clean(text) {
-  return text.normalize("NFC").replaceAll("\ufeff", "").replace(STRIP, "");
+  const cleaned = text.normalize("NFC").replaceAll("\ufeff", "").replace(STRIP, "");
+  return INVISIBLE.test(cleaned) ? "" : cleaned;
 }
 
 /**
