@@ -242,4 +242,7 @@ def _check_kv_bytes(answer: Any) -> str | None:
         hint = next((f" It looks like {w}." for w, v in variants.items() if got == v), "")
         raise AssertionError(f"{where} you return {got:,.0f} bytes; expected {expected:,} bytes.{hint}")
     gpt3 = kv_cache_bytes(96, 96, 128, 2048, 1, 2)
-    return f"GPT-3's cache for one full 2,048-token context is {gpt3 / 2**30:.1f} GiB in float16."
+    return (
+        f"GPT-3's cache for one full 2,048-token context is {gpt3 / 1e9:.2f} GB "
+        f"(= {gpt3 / 2**30:.1f} GiB, 1 GiB = 2**30 bytes) in float16."
+    )

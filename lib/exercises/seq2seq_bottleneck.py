@@ -130,7 +130,7 @@ _PATH_MISTAKES = [
         lambda m, j, i, e: m - j + 2,
         "Without c at every step (the 'Everything is a mapping' post's chain c → 狗 → 追了 → 猫), "
         "c reaches y_i only through the decoder "
-        "states h'_1 … h'_i: i applications of D.",
+        "states s_1 … s_i: i applications of D.",
     ),
     (lambda m, j, i, e: m - j + 1, "You counted the encoder's steps only; the decoder's steps are on the path too."),
     (
@@ -163,7 +163,7 @@ def _check_path_length(answer: Any) -> str | None:
         return (
             "the chain of the chapter's §2: 'The' → '狗' is 6 steps, 'cat' → '猫' is 4. "
             "With attention (next chapter) "
-            "every pair is 2 steps apart: x_j → h_j → h'_i."
+            "every pair is 2 steps apart: x_j → h_j → s_i."
         )
     hint = next((f" {text}" for mistake, text in _PATH_MISTAKES if all(got[c] == mistake(*c) for c in cases)), "")
     case = wrong[0]
