@@ -311,7 +311,7 @@ _CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "WenQuan
 def _width_in(text: str, size: float) -> float:
     """A generous estimate of the printed width of one line of text, in inches (CJK characters count double)."""
     cells = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
-    return cells * 0.62 * size / 72.0
+    return cells * 0.58 * size / 72.0
 
 
 def _fit_size(labels: Sequence[str], width: float, name: str) -> float:
@@ -483,14 +483,14 @@ def plot_encoder_decoder(
     col = min(0.85, (width - 0.2) / (n + m + 1.3))
     inputs = ["<s>", *tgt[:-1]]
     size = _fit_size(src + tgt + inputs, col - 0.04, "source_tokens/target_tokens")
-    height = 3.3 if title else 3.0
+    height = 3.6 if title else 3.3
     fig, ax = _canvas(width, height)
     _title(ax, fig, title)
     x0 = (width - col * (n + m + 1.3)) / 2 + col / 2
     xs = [x0 + j * col for j in range(n)]
     xc = xs[-1] + col * 1.15
     xd = [xc + col * 1.15 + t * col for t in range(m)]
-    y_in, y_state, y_bus, y_out = 0.35, 1.15, 1.85, 2.55
+    y_in, y_state, y_bus, y_out = 0.4, 1.15, 1.85, 2.55
     bw, bh = col * 0.72, 0.42
     for j, (x, token) in enumerate(zip(xs, src)):
         _text(ax, x, y_in, token, size)
@@ -511,12 +511,12 @@ def plot_encoder_decoder(
         _text(ax, x, y_out, out, size, weight="bold")
         if t:
             _arrow(ax, (xd[t - 1] + bw / 2, y_state), (x - bw / 2, y_state))
-    _text(ax, (xs[0] + xs[-1]) / 2, y_state - 0.5, "encoder", _SMALL, color=_BLUE, va="top")
-    _text(ax, (xd[0] + xd[-1]) / 2, y_state - 0.5, "decoder", _SMALL, color=_ORANGE_TEXT, va="top")
+    _text(ax, (xs[0] + xs[-1]) / 2, 0.1, "encoder", _SMALL, color=_BLUE)
+    _text(ax, (xd[0] + xd[-1]) / 2, 0.1, "decoder", _SMALL, color=_ORANGE_TEXT)
     note = "C: one vector for the whole sentence"
     if c is not None:
         note = f"C = {_vector(c)}  ({c.size} numbers)"
-    _text(ax, xs[0] - bw / 2, y_out, note, _SMALL, ha="left", color="#7a3b66")
+    _text(ax, xs[0] - bw / 2, y_out + 0.4, note, _SMALL, ha="left", color="#7a3b66")
     return fig
 
 
@@ -573,6 +573,7 @@ def plot_bahdanau_step(
     xs = [left + (j + 0.5) * col for j in range(n)]
     y_tok, y_h, y_e, y_bar, bar_max = 0.3, 0.85, 1.5, 2.15, 0.95
     bw = min(0.5, col * 0.8)
+    digits = 2 if e is None or all(_width_in(_num(v), _SMALL) <= col - 0.1 for v in e) else 1
     rows = ((y_h, "$h_j$"), (y_e, "$e_{ij}$"), (y_bar + 0.35, r"$\alpha_{ij}$"))
     for y, label in rows:
         _text(ax, 0.4, y, label, _FONT)
@@ -584,7 +585,7 @@ def plot_bahdanau_step(
         _text(ax, x, y_tok, token, size)
         _box(ax, x, y_h, bw, 0.38, f"$h_{{{j + 1}}}$", _TINT["blue"])
         _arrow(ax, (x, y_h + 0.19), (x, y_e - 0.17))
-        _box(ax, x, y_e, bw, 0.34, _num(e[j]) if e is not None else "", _TINT["white"], _SMALL)
+        _box(ax, x, y_e, col - 0.06, 0.34, _num(e[j], digits) if e is not None else "", _TINT["white"], _SMALL)
         height_j = bar_max * alpha[j]
         ax.add_patch(Rectangle((x - bw / 2, y_bar), bw, height_j, fc=_BLUE, ec=_BLUE, zorder=2))
         _text(ax, x, y_bar + height_j + 0.05, _num(alpha[j]), _SMALL, va="bottom")
@@ -988,7 +989,7 @@ def plot_masks(
     cell = min(0.34, (panel_w - label_w - 0.15) / cols)
     if cell < 0.17:
         raise ValueError("masks: too many tokens or labels too long for the page; use fewer or shorter tokens")
-    width = _MAX_WIDTH if p > 1 else min(_MAX_WIDTH, label_w + cols * cell + 0.6)
+    width = _MAX_WIDTH if p > 1 else max(4.8, label_w + cols * cell + 0.6)  # 4.8 in: room for the legend
     top_pad = 0.45 + (0.3 if title else 0)
     height = top_pad + key_h + rows * cell + 0.5
     fig, ax = _canvas(width, height)
@@ -1139,7 +1140,7 @@ def plot_kv_cache(
                             gid="new" if new else "cached",
                         )
                     )
-        _text(ax, xc, y_v - grid_h - 0.2, str((b, h, t + 1, dk)), _SMALL, family="monospace", color=_BLUE)
+        _text(ax, xc, y_v - grid_h - 0.2, str((b, h, t + 1, dk)), _SMALL, color=_BLUE)
     _text(ax, 0.08, 0.38, "shape (batch, heads, t, d_k) under each step", _SMALL, ha="left")
     _text(ax, 0.08, 0.15, "orange: computed at this step; blue: read from the cache", _SMALL, ha="left")
     return fig
@@ -1249,7 +1250,7 @@ def plot_attention_patterns(
     _fit_size(heads + (extra or []), panel_w - 0.1, "titles/notes")
     side = min(panel_w - 0.35, 2.0)
     cell = side / n
-    width = _MAX_WIDTH if p > 1 else panel_w + 0.2
+    width = _MAX_WIDTH if p > 1 else 4.8  # room for the legend
     height = side + 1.3 + (0.25 if extra else 0) + (0.3 if title else 0)
     fig, ax = _canvas(width, height)
     _title(ax, fig, title)
@@ -1314,7 +1315,8 @@ def plot_rope_rotation(
     width = _MAX_WIDTH if len(pairs) > 1 else panel_w + 0.3
     panel_w = (width - 0.1) / len(pairs)
     radius = min(0.85, panel_w / 2 - 0.2)
-    height = 2 * radius + 1.5 + (0.3 if title else 0)
+    stacked = width < 5.5  # a narrow figure lists the legend's three entries one under the other
+    height = 2 * radius + 1.5 + (0.5 if stacked else 0) + (0.3 if title else 0)
     fig, ax = _canvas(width, height)
     _title(ax, fig, title)
     scale = radius / max(np.linalg.norm(q), np.linalg.norm(k))
@@ -1338,7 +1340,10 @@ def plot_rope_rotation(
         _text(ax, xc, yc - radius - 0.57, f"angle {angle:.0f}°, q·k = {_num(float(qm @ kn))}", _SMALL)
     legend = (("q rotated by mθ", _BLUE), ("k rotated by nθ", _ORANGE_TEXT), ("dashed: before rotating", "#555555"))
     for k_, (text, colour) in enumerate(legend):
-        _text(ax, width * (k_ + 0.5) / 3, 0.18, text, _SMALL, color=colour)
+        if stacked:
+            _text(ax, width / 2, 0.18 + 0.25 * (2 - k_), text, _SMALL, color=colour)
+        else:
+            _text(ax, width * (k_ + 0.5) / 3, 0.18, text, _SMALL, color=colour)
     return fig
 
 

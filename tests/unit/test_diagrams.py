@@ -435,3 +435,46 @@ def _bad_calls():
 def test_bad_input_is_a_value_error_naming_it(match, call):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def _edge_diagrams():
+    """The schematics at the edges of what they accept: the fewest and the most tokens, one panel, CJK labels."""
+    eye = np.eye(4, dtype=bool)
+    zh = ["我", "爱", "机器", "学习", "。"]
+    long_src = ["Ein", "Mann", "in", "Blau", "fährt", "Rad", "."]
+    yield "enc-dec 1+1", D.plot_encoder_decoder(["a"], ["b"])
+    yield "enc-dec 7+4", D.plot_encoder_decoder(long_src, ["A", "man", "rides", "."], np.ones(3), title="RNN")
+    yield "enc-dec zh", D.plot_encoder_decoder(zh, ["I", "love", "ML"])
+    yield "bahdanau 1", D.plot_bahdanau_step(["Hund"], [1.0])
+    yield "bahdanau 8", D.plot_bahdanau_step([*long_src, "x"], np.full(8, 0.125), np.zeros(8), step=12, title="t")
+    yield "qkv 1", D.plot_qkv_step(["x"], [0.0], [1.0], [1.0, 2.0])
+    six = ["Zwei", "Hunde", "spielen", "im", "Schnee", "."]
+    yield "qkv 6", D.plot_qkv_step(six, np.zeros(6), np.full(6, 1 / 6), np.arange(8.0), query_index=5, title="t")
+    yield "multihead 1 head", D.plot_multihead(1, 1, 1, 1)
+    yield "multihead 16 heads", D.plot_multihead(128, 256, 1024, 16)
+    yield "view zh 4 heads", D.plot_view_scramble(zh[:4], 16, 4)
+    yield "view 7 tokens", D.plot_view_scramble(long_src, 6, 3, title="t")
+    pe = sinusoidal_positional_encoding(200, 64)
+    yield "clocks 1", D.plot_sinusoid_clocks(pe, [0], [0])
+    yield "clocks 5x4", D.plot_sinusoid_clocks(pe, [0, 1, 10, 100, 199], [0, 1, 15, 31], title="t")
+    yield "masks 1", D.plot_masks(eye[None], [zh[:4]], [zh[:4]], ["identity"])
+    ten = [f"t{i}" for i in range(10)]
+    yield "masks 3x10", D.plot_masks(np.ones((3, 10, 10), bool), [ten] * 3, [ten] * 3, ["a", "b", "c"], title="t")
+    yield "residual", D.plot_residual_paths("FFN")
+    yield "kv 1", D.plot_kv_cache(["<s>"], 1)
+    yield "kv 5 big", D.plot_kv_cache(["<s>", "Zwei", "Hunde", "spielen", "."], 128, batch=64, heads=16, title="t")
+    yield "bert 2", D.plot_bert_input(["[CLS]", "[SEP]"], [101, 102], [0, 0])
+    yield "patterns 1", D.plot_attention_patterns(eye[None], ["diagonal"], ["one pair each"])
+    yield "patterns 24", D.plot_attention_patterns(np.ones((2, 24, 24), bool), ["a", "b"], title="t")
+    yield "rope 1", D.plot_rope_rotation([1.0, 0.0], [0.0, 1.0], [(0, 0)], 0.1)
+    yield "rope parallel", D.plot_rope_rotation([1.0, 0.0], [2.0, 0.0], [(3, 3), (0, 9)], 0.3)
+    yield "gqa 12", D.plot_grouped_query(12, 4, title="t")
+    yield "gqa 1", D.plot_grouped_query(1, 1)
+    yield "gqa no compare", D.plot_grouped_query(4, 2, compare=False)
+
+
+@pytest.mark.parametrize("name, fig", list(_edge_diagrams()), ids=[name for name, _ in _edge_diagrams()])
+def test_edge_cases_stay_legible(name, fig):
+    assert fig.get_size_inches()[0] <= 6.9 + 1e-9
+    assert all(t.get_fontsize() >= 9 for t in _all_texts(fig))
+    assert _text_clashes(fig) == []
