@@ -22,7 +22,7 @@ import pytest
 import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
+from matplotlib.patches import FancyBboxPatch, Rectangle
 
 from lib import diagrams as D
 from lib.attention import causal_mask, padding_mask
@@ -240,9 +240,36 @@ def _text_clashes(fig: Figure) -> list[str]:
     return clashes
 
 
+def _text_outside_its_box(fig: Figure) -> list[str]:
+    """Texts centred in a box or cell (a FancyBboxPatch or Rectangle) that spill over its edges."""
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    boxes = [
+        p.get_window_extent(renderer)
+        for ax in fig.axes
+        for p in ax.patches
+        if isinstance(p, (FancyBboxPatch, Rectangle))
+    ]
+    spills = []
+    for t in _all_texts(fig):
+        ext = t.get_window_extent(renderer)
+        cx, cy = (ext.x0 + ext.x1) / 2, (ext.y0 + ext.y1) / 2
+        for box in boxes:
+            centred = abs(cx - (box.x0 + box.x1) / 2) < 2 and abs(cy - (box.y0 + box.y1) / 2) < 4
+            if centred and box.width > 1 and not (ext.x0 >= box.x0 - 1 and ext.x1 <= box.x1 + 1):
+                spills.append(f"{t.get_text()!r} is wider than its box")
+    return spills
+
+
 def test_no_two_texts_overlap_and_all_lie_inside_the_figure(diagrams):
     for name, fig in diagrams.items():
         assert _text_clashes(fig) == [], name
+
+
+def test_labels_fit_their_boxes(diagrams):
+    for name, fig in diagrams.items():
+        assert _text_outside_its_box(fig) == [], name
 
 
 def test_the_overlap_check_catches_overlaps():
@@ -253,6 +280,9 @@ def test_the_overlap_check_catches_overlaps():
     ax.text(0.99, 0.1, "outside")
     clashes = _text_clashes(fig)
     assert any("overlaps" in c for c in clashes) and any("'outside' leaves" in c for c in clashes)
+    fig, ax = D._canvas(3.0, 1.0)
+    D._box(ax, 1.5, 0.5, 0.4, 0.3, "a label wider than its box")
+    assert _text_outside_its_box(fig) == ["'a label wider than its box' is wider than its box"]
 
 
 def test_svg_keeps_text_as_text(diagrams, tmp_path):
@@ -478,3 +508,4 @@ def test_edge_cases_stay_legible(name, fig):
     assert fig.get_size_inches()[0] <= 6.9 + 1e-9
     assert all(t.get_fontsize() >= 9 for t in _all_texts(fig))
     assert _text_clashes(fig) == []
+    assert _text_outside_its_box(fig) == []
