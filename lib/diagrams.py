@@ -15,6 +15,7 @@ page's content column (at most 6.9 in wide, no text under 9 pt), use colour-blin
 
 from __future__ import annotations
 
+import io
 import unicodedata
 from collections.abc import Sequence
 from typing import Any
@@ -28,6 +29,7 @@ __all__ = [
     "plot_transformer_diagram",
     "TRANSFORMER_DIAGRAM_BLOCKS",
     "save_svg",
+    "to_svg",
     "plot_encoder_decoder",
     "plot_bahdanau_step",
     "plot_qkv_step",
@@ -436,10 +438,26 @@ def save_svg(fig: Figure, path: Any) -> None:
         path: a file path or a binary file object to write to.
 
     Returns:
-        None; the SVG is in ``path``. ``svg.fonttype: none`` is set only while saving (no global rcParams change).
+        None; the SVG is in ``path``, the same bytes for the same figure (fixed ids, no date). ``svg.fonttype:
+        none`` is set only while saving (no global rcParams change).
     """
-    with rc_context({"svg.fonttype": "none"}):
-        fig.savefig(path, format="svg")
+    # A fixed salt for the ids matplotlib gives clip paths and no date: the same figure gives the same bytes.
+    with rc_context({"svg.fonttype": "none", "svg.hashsalt": "attention-book"}):
+        fig.savefig(path, format="svg", metadata={"Date": None})
+
+
+def to_svg(fig: Figure) -> str:
+    """The figure as SVG text, its text kept as ``<text>`` elements: what a chapter displays (``SVG(to_svg(fig))``).
+
+    Args:
+        fig: the figure.
+
+    Returns:
+        The SVG document as a string.
+    """
+    buffer = io.BytesIO()
+    save_svg(fig, buffer)
+    return buffer.getvalue().decode("utf-8")
 
 
 # --------------------------------------------------------------------------------------------

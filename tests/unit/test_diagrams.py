@@ -509,3 +509,13 @@ def test_edge_cases_stay_legible(name, fig):
     assert all(t.get_fontsize() >= 9 for t in _all_texts(fig))
     assert _text_clashes(fig) == []
     assert _text_outside_its_box(fig) == []
+
+
+def test_to_svg_is_the_svg_that_save_svg_writes(tmp_path):
+    from lib.diagrams import plot_grouped_query, save_svg, to_svg
+
+    fig = plot_grouped_query(8, 2)
+    save_svg(fig, tmp_path / "gqa.svg")
+    text = to_svg(fig)
+    assert text.lstrip().startswith("<?xml") and "<text" in text
+    assert text == (tmp_path / "gqa.svg").read_text(encoding="utf-8")
