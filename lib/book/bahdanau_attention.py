@@ -14,10 +14,13 @@ from tokenizers import Tokenizer
 from torch import Tensor, nn
 
 from ..bpe import encode
+from ..checkpoint import SHIPPED_MODEL, load_run
 from ..data import pad_batch
+from ..seq2seq import DecoderState
 from ..special_tokens import BOS_ID, EOS_ID
+from ..translate import translation_attention
 
-__all__ = ["largest_weights", "reversal_band", "test_alignments"]
+__all__ = ["decoder_step_example", "largest_weights", "reversal_band", "test_alignments"]
 
 
 def _reversal_weights(model: nn.Module, pairs: list[tuple[list[int], list[int]]]):
@@ -94,3 +97,32 @@ def test_alignments(
             weights = model(pad_batch(src_ids), pad_batch(tgt_ids), return_attention=True)[1].cross[0][:, 0]
             result += [weights[row, : len(b), : len(a)] for row, (a, b) in enumerate(zip(src_ids, tgt_ids))]
     return result
+
+
+@torch.no_grad()
+def decoder_step_example(source: str, step: int) -> tuple[list[str], Tensor, Tensor, str]:
+    """Decoder step ``step`` of the greedy translation of ``source`` by ``models/de-en-rnn-attention``: what §1 draws.
+
+    Runs steps 1 … step − 1 (fed ``<s>`` and the model's own outputs) to reach s_{i-1}, then scores every annotation.
+
+    Args:
+        source: a German sentence.
+        step: i ≥ 2, the decoder step.
+
+    Returns:
+        ``(tokens, scores, weights, previous)``: the source sub-words (``▁`` removed, ``</s>`` last), e_i· and
+        α_i· = softmax(e_i·) as ``(seq_s,)`` tensors, and y_{i-1}, the output token fed to step i.
+    """
+    run = load_run(SHIPPED_MODEL.parent / "de-en-rnn-attention")
+    model, tokenizer = run.model.eval(), run.tokenizer
+    a = translation_attention(model, tokenizer, source)
+    src = torch.tensor([[tokenizer.token_to_id(t) for t in a.source_tokens]])
+    tgt = torch.tensor([[BOS_ID] + [tokenizer.token_to_id(t) for t in a.target_tokens[: step - 2]]])
+    memory, src_mask = model.encode(src)
+    cache = DecoderState()
+    model.init_decoder(memory, src_mask, cache)
+    for i in range(step - 1):  # steps 1 … i - 1: the state becomes s_{i-1}
+        model.decoder_step(model.tgt_embed(tgt[:, i]), memory, src_mask, cache)
+    scores = model.score(cache.state, cache.prepared)[0]
+    name = lambda t: t.removeprefix("\u2581")  # noqa: E731
+    return [name(t) for t in a.source_tokens], scores, torch.softmax(scores, -1), name(a.target_tokens[step - 2])

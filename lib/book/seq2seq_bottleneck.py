@@ -7,14 +7,17 @@ greedy outputs of the reversal test set decoded in batches, and which output pos
 from __future__ import annotations
 
 import numpy as np
-from torch import nn
+import torch
+from torch import Tensor, nn
 
-from ..data import pad_batch
+from ..bpe import encode
+from ..checkpoint import SHIPPED_MODEL, load_run
+from ..data import load_multi30k, pad_batch
 from ..decode import greedy_decode
 from ..seq2seq import Seq2Seq
 from ..special_tokens import EOS_ID
 
-__all__ = ["correct_matrix", "forward_cell", "reversal_outputs"]
+__all__ = ["correct_matrix", "fixed_vector_example", "forward_cell", "reversal_outputs"]
 
 
 def forward_cell(model: Seq2Seq) -> nn.GRUCell:
@@ -71,3 +74,23 @@ def correct_matrix(pairs: list[tuple[list[int], list[int]]], outputs: list, leng
             if len(source) == length
         ]
     ).reshape(-1, length)
+
+
+@torch.no_grad()
+def fixed_vector_example(index: int) -> tuple[list[str], list[str], Tensor]:
+    """One Multi30k test sentence through the shipped fixed-vector model ``models/de-en-rnn-fixed``: what §1 draws.
+
+    Args:
+        index: the test sentence (``test_2016_flickr``, 0 … 999).
+
+    Returns:
+        ``(source, output, context)``: the source sub-words and the greedy translation's sub-words (without the
+        word marker ``▁`` and without ``</s>``), and the context vector C (``Seq2Seq.summary``), shape ``(d_hidden,)``.
+    """
+    run = load_run(SHIPPED_MODEL.parent / "de-en-rnn-fixed")
+    model, tokenizer = run.model.eval(), run.tokenizer
+    ids = encode(tokenizer, load_multi30k("test_2016_flickr")[index][0])
+    src = torch.tensor([ids + [EOS_ID]])
+    memory, src_mask = model.encode(src)
+    words = lambda xs: [tokenizer.id_to_token(i).removeprefix("\u2581") for i in xs]  # noqa: E731
+    return words(ids), words(greedy_decode(model, src)[0]), Seq2Seq.summary(memory, src_mask)[0]
