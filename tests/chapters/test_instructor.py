@@ -60,3 +60,17 @@ def test_the_reading_times_are_the_core_paths_at_200_words_a_minute():
         assert row, f"{name}: no reading time in the run-time table"
         words = measure(ROOT / f"{chapter}.ipynb")["words"]
         assert int(row.group(1)) == round(words / 200), f"{name}: {words} words read in {round(words / 200)} min"
+
+
+def test_the_capstones_training_time_is_the_one_its_stored_run_printed():
+    import json
+
+    outputs = "".join(
+        "".join(out.get("text", ""))
+        for cell in json.loads((ROOT / "chapters" / "capstone.ipynb").read_text(encoding="utf-8"))["cells"]
+        if cell["cell_type"] == "code"
+        for out in cell.get("outputs", [])
+    )
+    stored = re.search(r"650 steps, ([\d.]+) minutes of training", outputs)
+    stated = re.search(r"650 by default: ([\d.]+) minutes of training", PAGE)
+    assert stored and stated and stored.group(1) == stated.group(1), (stored, stated)
