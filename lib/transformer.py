@@ -96,25 +96,14 @@ class TransformerConfig(Config):
     fused_attention: bool = True
 
     PRESETS: ClassVar[tuple[str, ...]] = ("tiny", "multi30k", "multi30k_wide", "base")
-    SHAPE_FIELDS: ClassVar[tuple[str, ...]] = (
-        "d_model",
-        "num_heads",
-        "num_encoder_layers",
-        "num_decoder_layers",
-        "d_ff",
-    )
+    SHAPE_FIELDS = ("d_model", "num_heads", "num_encoder_layers", "num_decoder_layers", "d_ff")  # from_dict needs them
 
     def __post_init__(self) -> None:
         check_config_types(self)
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "num_heads", "d_ff", "max_len"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        for name in ("src_vocab_size", "tgt_vocab_size"):
-            if getattr(self, name) <= len(SPECIAL_TOKENS):
-                raise ValueError(
-                    f"{name} must exceed the {len(SPECIAL_TOKENS)} special tokens {SPECIAL_TOKENS}, "
-                    f"got {getattr(self, name)}"
-                )
+            least = len(SPECIAL_TOKENS) + 1 if name.endswith("vocab_size") else 1  # the special tokens and a word
+            if getattr(self, name) < least:
+                raise ValueError(f"{name} must be at least {least}, got {getattr(self, name)}")
         if self.num_encoder_layers < 0 or self.num_decoder_layers < 1:
             raise ValueError("need num_encoder_layers >= 0 and num_decoder_layers >= 1")
         if self.d_model % self.num_heads != 0 or self.d_model % 2 != 0:
