@@ -41,9 +41,17 @@ def built_pages() -> list[str]:
     )
 
 
-def chapter_pages() -> list[str]:
-    """The chapter pages (notebooks), in the order of the files on disk."""
+def notebook_pages() -> list[str]:
+    """Every page built from a notebook (chapters, deeper dives, reference pages), in the order of the files on disk."""
     return [p for p in built_pages() if p.startswith("chapters/") and (ROOT / p).with_suffix(".ipynb").exists()]
+
+
+def chapter_pages() -> list[str]:
+    """The core chapters' pages (listed at the top level of _toc.yml's parts: exercises, sliders, figures)."""
+    from tools.textbook_stats import book_pages
+
+    core = {f"{chapter}.html" for chapter, _ in book_pages()}
+    return [p for p in notebook_pages() if p in core]
 
 
 @pytest.fixture(scope="session")
