@@ -1,10 +1,13 @@
 """The plumbing of the chapter on the seq2seq bottleneck (``chapters/seq2seq_bottleneck.ipynb``).
 
 What the chapter runs but its reader need not read: the GRU cell behind the encoder's forward direction, the
-greedy outputs of the reversal test set decoded in batches, and which output positions are right.
+greedy and the teacher-forced outputs of the reversal test set decoded in batches (the latter with an optional
+change to the encoder states, for the break-it exercises), and which output positions are right.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -15,9 +18,9 @@ from ..checkpoint import SHIPPED_MODEL, load_run
 from ..data import load_multi30k, pad_batch
 from ..decode import greedy_decode
 from ..seq2seq import Seq2Seq
-from ..special_tokens import EOS_ID
+from ..special_tokens import BOS_ID, EOS_ID
 
-__all__ = ["correct_matrix", "fixed_vector_example", "forward_cell", "reversal_outputs"]
+__all__ = ["correct_matrix", "fixed_vector_example", "forward_cell", "reversal_outputs", "teacher_forced_outputs"]
 
 
 def forward_cell(model: Seq2Seq) -> nn.GRUCell:
@@ -52,6 +55,55 @@ def reversal_outputs(model: nn.Module, pairs: list[tuple[list[int], list[int]]],
         chunk = pairs[start : start + batch_size]
         width = max(len(s) for s, _ in chunk) + 1
         outputs += greedy_decode(model, pad_batch([s + [EOS_ID] for s, _ in chunk]), max_len=width + 5)
+    return outputs
+
+
+@torch.no_grad()
+def teacher_forced_outputs(
+    model: Seq2Seq,
+    pairs: list[tuple[list[int], list[int]]],
+    memory_fn: Callable[[Tensor, Tensor], Tensor] | None = None,
+) -> list[list[int]]:
+    """The decoder's most probable symbol at every target position, fed the correct previous symbols.
+
+    The pairs are decoded in groups of one source and target length (no padding), as in §1: ``model.encode`` the sources
+    (with ``</s>``), then ``model.decode`` the targets after ``<s>`` (teacher forcing).
+
+    Args:
+        model: a trained ``lib.seq2seq.Seq2Seq`` (fixed vector or attention).
+        pairs: ``(source, target)`` token-id lists without specials (``lib.experiments.sequence_task``).
+        memory_fn: ``memory_fn(memory, src_mask) -> memory``, a change to the encoder states before the decoder
+            reads them (the break of an experiment); None: the states as encoded.
+
+    Returns:
+        One list of ``len(target)`` token ids per pair, in the order of ``pairs`` (``</s>``'s position left out), for
+        :func:`correct_matrix`.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(
+        1
+    )  # small matrices, one step after the other: one thread is fastest, and not slowed by a busy CPU
+    try:
+        return _teacher_forced(model, pairs, memory_fn)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _teacher_forced(model: Seq2Seq, pairs: list, memory_fn: Callable[[Tensor, Tensor], Tensor] | None) -> list:
+    """:func:`teacher_forced_outputs` on the current number of threads."""
+    groups: dict[tuple[int, int], list[int]] = {}
+    for k, (source, target) in enumerate(pairs):
+        groups.setdefault((len(source), len(target)), []).append(k)
+    outputs: list[list[int]] = [[] for _ in pairs]
+    for (_, n), rows in groups.items():
+        src = torch.tensor([pairs[k][0] + [EOS_ID] for k in rows])  # (group, seq_s): the symbols, then </s>
+        tgt = torch.tensor([[BOS_ID] + pairs[k][1] for k in rows])  # (group, n + 1): <s>, then the target
+        memory, src_mask = model.encode(src)
+        if memory_fn is not None:
+            memory = memory_fn(memory, src_mask)
+        best = model.decode(tgt, memory, src_mask)[:, :n].argmax(-1)  # (group, n): </s>'s position left out
+        for k, out in zip(rows, best.tolist()):
+            outputs[k] = out
     return outputs
 
 

@@ -1,18 +1,28 @@
 """Checkers of the chapter "Bahdanau attention" (registered in :data:`lib.exercises.EXERCISES` on import).
 
 The expected values come from ``lib.seq2seq``: :class:`~lib.seq2seq.AdditiveScore` with the reader's weights
-copied in, and :func:`~lib.seq2seq.attend`, both in float64.
+copied in, and :func:`~lib.seq2seq.attend`, both in float64. The break-it checkers measure the chapter's own
+reversal model with attention (``lib.experiments.reversal_experiment("additive")``, cached on disk) on its test
+set, teacher-forced, with the same replacement of ``lib.seq2seq.attend`` that the reader makes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+from collections.abc import Iterator
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import torch
+from torch import Tensor
 
-from ..seq2seq import AdditiveScore, attend
-from .core import as_array, as_number, call_answer, diagnose, exercise, fmt, require_callable
+from .. import seq2seq as _seq2seq
+from ..experiments import reversal_experiment, sequence_task
+from ..seq2seq import AdditiveScore, Seq2Seq, attend
+from ..special_tokens import BOS_ID, EOS_ID
+from .core import as_array, as_number, call_answer, checker_setup, diagnose, exercise, fmt, require_callable
 
 # This module only registers checkers (with @exercise, on import): it has no public names.
 __all__: list[str] = []
@@ -278,3 +288,187 @@ def _check_crossings(answer: Any) -> str | None:
             f"for {what} your count is {value:g}; expected {expected} (argmax path {path.tolist()}).{hint}"
         )
     return "A monotonic alignment has 0 crossings; the reversal task's anti-diagonal has the most possible, n(n − 1)/2."
+
+
+# --------------------------------------------------------------------------------------------
+# Break-it exercises on the chapter's reversal model with attention (reversal_experiment("additive"))
+# --------------------------------------------------------------------------------------------
+
+_SETUP_FIX = (
+    "the chapter's reversal models are trained once (one to two minutes) and kept in the user cache folder; run "
+    "the chapter's §3 from the top, then check again"
+)
+
+
+@contextlib.contextmanager
+def _one_thread() -> Iterator[None]:
+    """Run the block on one torch thread (small step-by-step decoding: fastest, and not slowed by a busy CPU)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+@functools.cache
+def _reversal() -> tuple[Seq2Seq, list[tuple[list[int], list[int]]]]:
+    """The chapter's attention model on reversal and its 1,000 test pairs (§3's ``test_sequences``)."""
+    model = reversal_experiment("additive").model.eval()
+    return model, sequence_task(1000, 4, 30, 20, seed=2)
+
+
+@torch.no_grad()
+def _teacher_forced(model: Seq2Seq, pairs: list, length: int, attend_fn=None) -> tuple[np.ndarray, list[Tensor]]:
+    """Teacher-force the pairs of one length, with ``attend_fn`` in place of lib's ``attend`` (None: lib's own).
+
+    Returns ``(correct, contexts)``: ``(sequences, length)`` 1 where the most probable symbol is the target's, and
+    the context c_i of every decoder step (</s>'s step included), one ``(sequences, d)`` tensor per step.
+    """
+    group = [(s, t) for s, t in pairs if len(s) == length]
+    src = torch.tensor([s + [EOS_ID] for s, _ in group])  # (group, length + 1)
+    tgt = torch.tensor([[BOS_ID] + t for _, t in group])  # (group, length + 1)
+    contexts: list[Tensor] = []
+    inner = attend_fn or _seq2seq.attend
+
+    def recording(scores: Tensor, values: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        context, weights = inner(scores, values, mask)
+        contexts.append(context)
+        return context, weights
+
+    with mock.patch.object(_seq2seq, "attend", recording):
+        best = model(src, tgt)[:, :length].argmax(-1)  # (group, length): </s>'s position left out
+    return (best == torch.tensor([t for _, t in group])).double().numpy(), contexts
+
+
+def _uniform_attend(scores: Tensor, values: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """Every real source position gets the same weight: c_i is the mean of the annotations."""
+    keep = torch.ones_like(scores) if mask is None else mask.to(values.dtype)
+    weights = keep / keep.sum(-1, keepdim=True)
+    return torch.einsum("bs,bsd->bd", weights, values), weights
+
+
+def _raw_attend(scores: Tensor, values: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """No softmax: the raw scores e_ij weigh the annotations (padding gets 0)."""
+    weights = scores if mask is None else scores.masked_fill(~mask, 0.0)
+    return torch.einsum("bs,bsd->bd", weights, values), weights
+
+
+def _exp_attend(scores: Tensor, values: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """exp(e_ij) without the division by the sum: half a softmax."""
+    weights = scores.exp() if mask is None else scores.exp().masked_fill(~mask, 0.0)
+    return torch.einsum("bs,bsd->bd", weights, values), weights
+
+
+def _pair(answer: Any, what: str) -> tuple[float, float]:
+    """The reader's measurement as two numbers (a tuple, list, array or tensor of two)."""
+    values = as_array(answer, what).ravel()
+    if values.size != 2:
+        raise AssertionError(f"{what} should be a pair of two numbers, got {values.size} numbers: {fmt(values, 3)}")
+    return float(values[0]), float(values[1])
+
+
+def _same(got: tuple[float, float], ref: tuple[float, float], rtol: float = 0.01, atol: float = 0.01) -> bool:
+    return all(abs(g - r) <= atol + rtol * abs(r) for g, r in zip(got, ref))
+
+
+@exercise(
+    "ba_break_uniform",
+    chapter=_CHAPTER,
+    summary="(short, long): teacher-forced token accuracy of the reversal attention model at lengths 6 and 30 "
+    "with uniform weights α_ij = 1/T_x",
+)
+def _check_break_uniform(answer: Any) -> str | None:
+    """The pair must match the checker's own measurement with uniform weights: far below the intact 1.0."""
+    with checker_setup("loading the chapter's reversal models (reversal_experiment)", _SETUP_FIX), _one_thread():
+        model, pairs = _reversal()
+        accuracy = lambda fn: tuple(_teacher_forced(model, pairs, n, fn)[0].mean() for n in (6, 30))  # noqa: E731
+        uniform, intact = accuracy(_uniform_attend), accuracy(None)
+        fixed = reversal_experiment(None).model.eval()
+        fixed_acc = tuple(_seq2seq_fixed_accuracy(fixed, [(s, t) for s, t in pairs if len(s) == n]) for n in (6, 30))
+    got = _pair(answer, "your measurement (short, long)")
+    if _same(got, uniform):
+        return (
+            f"with uniform weights the accuracy falls from {intact[0]:.2f} to {uniform[0]:.2f} at length 6 and to "
+            f"{uniform[1]:.2f} at length 30: the mean of the annotations is one fixed vector again, and one this "
+            "decoder never learnt to read."
+        )
+    expected = f"expected about ({uniform[0]:.3f}, {uniform[1]:.3f})"
+    if _same(got, uniform[::-1]):
+        hint = " Your two numbers are swapped: length 6 first, then length 30."
+    elif _same(got, intact):
+        hint = (
+            " That is the intact model: your weights never reached it. Seq2Seq.decoder_step calls the function "
+            "named attend in the module lib.seq2seq: patch that one, mock.patch('lib.seq2seq.attend', ...), not the "
+            "name attend you imported into the notebook, and run the model inside the with block."
+        )
+    elif _same(got, fixed_acc, atol=0.02):
+        hint = (
+            " That is the fixed-vector model of the previous chapter; measure the attention model "
+            "(attentive.model) with your uniform attend patched in."
+        )
+    else:
+        hint = (
+            " Uniform weights are 1/T_x on every real source position (</s> included): weights = mask / "
+            "mask.sum(-1, keepdim=True), context = Σ_j α_j h_j."
+        )
+    raise AssertionError(f"your pair is ({got[0]:.3f}, {got[1]:.3f}); {expected}.{hint}")
+
+
+@torch.no_grad()
+def _seq2seq_fixed_accuracy(model: Seq2Seq, group: list) -> float:
+    """Teacher-forced token accuracy of a fixed-vector model on pairs of one length (no attend to patch)."""
+    src = torch.tensor([s + [EOS_ID] for s, _ in group])
+    tgt = torch.tensor([[BOS_ID] + t for _, t in group])
+    best = model(src, tgt)[:, : len(group[0][1])].argmax(-1)
+    return float((best == torch.tensor([t for _, t in group])).double().mean())
+
+
+@exercise(
+    "ba_break_softmax",
+    chapter=_CHAPTER,
+    summary="(short, long): the mean length ‖c_i‖ of the reversal attention model's contexts at lengths 6 and 30 "
+    "with the softmax removed (α_ij = e_ij)",
+)
+def _check_break_softmax(answer: Any) -> str | None:
+    """The pair must match the checker's own measurement: ‖c_i‖ far above the softmax's bound and growing with T_x."""
+    with checker_setup("loading the chapter's reversal models (reversal_experiment)", _SETUP_FIX), _one_thread():
+        model, pairs = _reversal()
+
+        def norms(fn, squared=False):
+            out = []
+            for n in (6, 30):
+                c = torch.cat(_teacher_forced(model, pairs, n, fn)[1])  # (steps · sequences, d)
+                out.append(float((c.norm(dim=-1) ** (2 if squared else 1)).mean()))
+            return tuple(out)
+
+        raw, intact, exp, raw_squared = norms(_raw_attend), norms(None), norms(_exp_attend), norms(_raw_attend, True)
+        bound = model.config.d_hidden**0.5  # |entries of h_j| < 1: ‖h_j‖ < √d_hidden
+    got = _pair(answer, "your measurement (short, long)")
+    if _same(got, raw):
+        return (
+            f"with the softmax the contexts measure {intact[0]:.1f} and {intact[1]:.1f} (an average of annotations "
+            f"stays below √{model.config.d_hidden} ≈ {bound:.1f}); without it {raw[0]:.0f} and {raw[1]:.0f}: a sum "
+            "of T_x raw scores times states grows with the sentence."
+        )
+    expected = f"expected about ({raw[0]:.1f}, {raw[1]:.1f})"
+    if _same(got, raw[::-1]):
+        hint = " Your two numbers are swapped: length 6 first, then length 30."
+    elif _same(got, intact):
+        hint = (
+            " Those are the contexts with the softmax: your attend never reached the model. Patch the name "
+            "decoder_step looks up, mock.patch('lib.seq2seq.attend', ...), and run the model inside the with block."
+        )
+    elif _same(got, exp):
+        hint = (
+            " You kept the exponential and dropped only the division: exp(e_ij) weights are positive but do not "
+            "sum to 1 either. This exercise removes the whole softmax: α_ij = e_ij."
+        )
+    elif _same(got, raw_squared):
+        hint = " That is the mean of the squared length ‖c_i‖²; take the length, c.norm(dim=-1)."
+    else:
+        hint = (
+            " Record c = Σ_j e_ij h_j at every decoder step (</s>'s step included) of the teacher-forced length-6 "
+            "and length-30 test sequences, then average c.norm(dim=-1) over steps and sequences."
+        )
+    raise AssertionError(f"your pair is ({got[0]:.3f}, {got[1]:.3f}); {expected}.{hint}")

@@ -3,19 +3,27 @@
 The expected values come from :meth:`lib.seq2seq.Seq2Seq.summary` (the fixed vector c read from padded
 encoder states), from the path-length formulas of the chapter (the encoder–decoder chain of the blog post
 "Everything is a mapping" (一切皆是映射) and the lecture notes' equation with c at every step), and from
-``math.log2`` (the information in a random sequence).
+``math.log2`` (the information in a random sequence). The break-it checkers measure the chapter's own
+reversal model (``lib.experiments.reversal_experiment(None)``, cached on disk) on its test set, teacher-forced,
+with the same change to the encoder states that the reader makes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import torch
+from torch import Tensor
 
+from ..experiments import reversal_experiment, sequence_task
 from ..seq2seq import Seq2Seq
-from .core import as_array, as_number, call_answer, exercise, fmt, require_callable
+from ..special_tokens import BOS_ID, EOS_ID
+from .core import as_array, as_number, call_answer, checker_setup, exercise, fmt, require_callable
 
 # This module only registers checkers (with @exercise, on import): it has no public names.
 __all__: list[str] = []
@@ -228,3 +236,173 @@ def _check_capacity(answer: Any) -> str | None:
         "A random sequence of n symbols out of V holds n·log2(V) bits: 4.32 bits per symbol for V = 20. "
         "128 float32 numbers hold 4096 bits, 947 such symbols, far more than a trained GRU manages to use."
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Break-it exercises on the chapter's reversal model (reversal_experiment(None), cached on disk)
+# --------------------------------------------------------------------------------------------
+
+_SETUP_FIX = (
+    "the chapter's reversal model is trained once (about a minute) and kept in the user cache folder; run the "
+    "chapter's §1 from the top, then check again"
+)
+
+
+@contextlib.contextmanager
+def _one_thread() -> Iterator[None]:
+    """Run the block on one torch thread (small step-by-step decoding: fastest, and not slowed by a busy CPU)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+@functools.cache
+def _reversal() -> tuple[Seq2Seq, list[tuple[list[int], list[int]]]]:
+    """The chapter's fixed-vector reversal model and its 1,000 test pairs (§3's ``test_pairs``)."""
+    model = reversal_experiment(None).model.eval()
+    return model, sequence_task(1000, 4, 30, 20, seed=2)
+
+
+@torch.no_grad()
+def _teacher_forced_correct(
+    model: Seq2Seq, pairs: list, length: int, memory_fn: Callable[[Tensor, Tensor], Tensor] | None = None
+) -> np.ndarray:
+    """``(sequences, length)``: 1 where the teacher-forced decoder's most probable symbol is the target's, else 0."""
+    group = [(s, t) for s, t in pairs if len(s) == length]
+    src = torch.tensor([s + [EOS_ID] for s, _ in group])  # (group, length + 1)
+    tgt = torch.tensor([[BOS_ID] + t for _, t in group])  # (group, length + 1)
+    memory, src_mask = model.encode(src)
+    if memory_fn is not None:
+        memory = memory_fn(memory, src_mask)
+    best = model.decode(tgt, memory, src_mask)[:, :length].argmax(-1)  # </s>'s position left out
+    return (best == torch.tensor([t for _, t in group])).double().numpy()
+
+
+def _zero_half(which: str) -> Callable[[Tensor, Tensor], Tensor]:
+    """A memory_fn that zeroes the forward (first) or backward (second) half of every encoder state."""
+
+    def change(memory: Tensor, src_mask: Tensor) -> Tensor:
+        half = memory.size(-1) // 2
+        memory = memory.clone()
+        if which == "forward":
+            memory[..., :half] = 0
+        else:
+            memory[..., half:] = 0
+        return memory
+
+    return change
+
+
+def _pair(answer: Any, what: str) -> tuple[float, float]:
+    """The reader's measurement as two numbers (a tuple, list, array or tensor of two)."""
+    values = as_array(answer, what).ravel()
+    if values.size != 2:
+        raise AssertionError(f"{what} should be a pair of two numbers, got {values.size} numbers: {fmt(values, 3)}")
+    return float(values[0]), float(values[1])
+
+
+def _close(a: float, b: float, tol: float = 0.01) -> bool:
+    return abs(a - b) <= tol
+
+
+@exercise(
+    "bottleneck_break_context",
+    chapter=_CHAPTER,
+    summary="(intact, broken): teacher-forced token accuracy of the reversal model on the length-8 test "
+    "sequences, with its C and with C set to zero",
+)
+def _check_break_context(answer: Any) -> str | None:
+    """The pair must match the checker's own measurement on the chapter's cached model (C = 0: near chance)."""
+    with checker_setup("loading the chapter's reversal model (reversal_experiment(None))", _SETUP_FIX), _one_thread():
+        model, pairs = _reversal()
+        intact = _teacher_forced_correct(model, pairs, 8).mean()
+        broken = _teacher_forced_correct(model, pairs, 8, lambda m, k: torch.zeros_like(m)).mean()
+        forward = _teacher_forced_correct(model, pairs, 8, _zero_half("forward")).mean()
+        backward = _teacher_forced_correct(model, pairs, 8, _zero_half("backward")).mean()
+        greedy = reversal_experiment(None).accuracy
+        greedy_8 = greedy.token[greedy.lengths.index(8)]
+    got_intact, got_broken = _pair(answer, "your measurement (intact, broken)")
+    expected = f"expected about ({intact:.3f}, {broken:.3f})"
+    if _close(got_intact, broken) and _close(got_broken, intact):
+        raise AssertionError(f"your pair is ({got_intact:.3f}, {got_broken:.3f}); {expected}: the intact model first.")
+    if not _close(got_intact, intact):
+        hint = ""
+        if _close(got_intact, greedy_8):
+            hint = (
+                " That is §3's greedy accuracy at length 8: here the decoder is fed the correct previous symbols "
+                "(teacher forcing, teacher_forced_outputs), so that each position measures what C delivers."
+            )
+        raise AssertionError(
+            f"your intact accuracy is {got_intact:.3f}; {expected}. Measure the length-8 test sequences with "
+            f"correct_matrix(test_pairs, teacher_forced_outputs(model, test_pairs), 8).mean().{hint}"
+        )
+    if _close(got_broken, intact, 0.005):
+        raise AssertionError(
+            f"with C set to zero you still measure {got_broken:.3f}, the intact value: your change did not reach "
+            "the decoder. Did your memory_fn return the changed memory (not None, not the original), and did you "
+            "change the states C is read from (→h_m at the last real token, ←h_1 at position 0)?"
+        )
+    if not _close(got_broken, broken):
+        hint = ""
+        if _close(got_broken, forward):
+            hint = " That is the accuracy with only the forward half →h_m set to zero; set all of C to zero."
+        elif _close(got_broken, backward):
+            hint = " That is the accuracy with only the backward half ←h_1 set to zero; set all of C to zero."
+        elif got_broken < 0.15:
+            hint = (
+                " Near chance, as expected, but not the value of C = 0: a random or another sentence's C "
+                "gives a similar number; set C (or all of memory) to zeros."
+            )
+        raise AssertionError(f"your accuracy with C = 0 is {got_broken:.3f}; {expected}.{hint}")
+    return (
+        f"with its C the decoder gets {intact:.2f} of the symbols right; with C = 0 it gets {broken:.2f}, "
+        "about the 1/20 = 0.05 of a blind guess: everything the decoder knows about the source is C."
+    )
+
+
+@exercise(
+    "bottleneck_break_half",
+    chapter=_CHAPTER,
+    summary="(first, last): teacher-forced accuracy of the first three and last three outputs of the length-12 "
+    "test sequences with the backward half ←h_1 of C set to zero",
+)
+def _check_break_half(answer: Any) -> str | None:
+    """The pair must match the checker's own measurement: the first outputs survive, the last ones collapse."""
+    with checker_setup("loading the chapter's reversal model (reversal_experiment(None))", _SETUP_FIX), _one_thread():
+        model, pairs = _reversal()
+        ends = lambda c: (c[:, :3].mean(), c[:, -3:].mean())  # noqa: E731
+        first, last = ends(_teacher_forced_correct(model, pairs, 12, _zero_half("backward")))
+        intact = ends(_teacher_forced_correct(model, pairs, 12))
+        forward = ends(_teacher_forced_correct(model, pairs, 12, _zero_half("forward")))
+        both = ends(_teacher_forced_correct(model, pairs, 12, lambda m, k: torch.zeros_like(m)))
+    got_first, got_last = _pair(answer, "your measurement (first, last)")
+    expected = f"expected about ({first:.3f}, {last:.3f})"
+    if _close(got_first, first) and _close(got_last, last):
+        return (
+            f"without ←h_1 the first three outputs still score {first:.2f} (intact {intact[0]:.2f}), the last "
+            f"three {last:.2f} (intact {intact[1]:.2f}): each half of C carries the symbols its GRU read last."
+        )
+    if _close(got_first, last) and _close(got_last, first):
+        hint = (
+            " Your two numbers are swapped: first = output positions 1–3 (the source's last three symbols), "
+            "last = output positions 10–12."
+        )
+    elif _close(got_first, intact[0]) and _close(got_last, intact[1]):
+        hint = (
+            " That is the intact model: your change did not reach the decoder. ←h_1 is the backward half (the "
+            "second d_hidden/2 features) at position 0, where the backward GRU ends; did your memory_fn return "
+            "the changed memory?"
+        )
+    elif _close(got_first, forward[0]) and _close(got_last, forward[1]):
+        hint = " That is the forward half →h_m set to zero (the first d_hidden/2 features); ←h_1 is the second half."
+    elif _close(got_first, both[0]) and _close(got_last, both[1]):
+        hint = " That is all of C set to zero; set only the backward half (the second d_hidden/2 features)."
+    else:
+        hint = (
+            " Take correct_matrix(test_pairs, outputs, 12) of the teacher-forced outputs and average its first "
+            "three and its last three columns."
+        )
+    raise AssertionError(f"your pair is ({got_first:.3f}, {got_last:.3f}); {expected}.{hint}")

@@ -125,10 +125,13 @@ def test_solutions_are_gated_dropdowns_whose_code_passes(path):
     solutions = [i for i, c in enumerate(cells) if "solution" in _tags(c)]
     assert len(solutions) >= 3
     for i in solutions:
-        before, cell, after = _source(cells[i - 1]), cells[i], _source(cells[i + 1])
+        before, cell = _source(cells[i - 1]), cells[i]
         assert cells[i - 1]["cell_type"] == "markdown" and before.startswith("```{solution-start}")
         assert ":class: dropdown" in before
-        assert cells[i + 1]["cell_type"] == "markdown" and after.startswith("```{solution-end}")
+        # the solution's code, then at most one markdown cell (a break-it's "why it broke"), then the gate's end
+        end = i + 1 if _source(cells[i + 1]).startswith("```{solution-end}") else i + 2
+        assert all(c["cell_type"] == "markdown" for c in cells[i + 1 : end + 1])
+        assert _source(cells[end]).startswith("```{solution-end}"), f"solution at cell {i}: no solution-end after it"
         label = before.split()[1]
         assert any(f":label: {label}" in _source(c) for c in cells[:i] if c["cell_type"] == "markdown")
         assert any("✅" in t for t in _text_outputs(cell)), f"solution {label} has no stored ✅"

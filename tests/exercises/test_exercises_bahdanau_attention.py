@@ -4,10 +4,15 @@ The correct answers are written with ``lib`` (or plain numpy, for the crossing c
 also collects this module's ``CASES`` (every registered exercise must have test cases).
 """
 
+import functools
+from unittest import mock
+
 import numpy as np
 import torch
 
+from lib.book.seq2seq_bottleneck import correct_matrix, teacher_forced_outputs
 from lib.exercises import check
+from lib.experiments import reversal_experiment, sequence_task
 from lib.seq2seq import AdditiveScore, attend
 
 # --- answers, correct and wrong ---------------------------------------------------------------------------
@@ -129,6 +134,65 @@ def crossings_twice(weights):
     return 2 * crossings_correct(weights)
 
 
+# --- break-it measurements on the chapter's reversal model, made with the chapter's plumbing ---------------
+
+
+class Lazy:
+    """A measurement computed when the checker first reads it (np.asarray), not when the tests are collected."""
+
+    def __init__(self, compute):
+        self.compute = compute
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.compute(), dtype=dtype)
+
+
+def _pairs(n):
+    return [p for p in sequence_task(1000, 4, 30, 20, seed=2) if len(p[0]) == n]
+
+
+def uniform_attend(scores, values, mask=None):
+    weights = mask.double() / mask.sum(-1, keepdim=True)  # 1/T_x on every real position
+    return torch.einsum("bs,bsd->bd", weights.to(values.dtype), values), weights
+
+
+def raw_attend(scores, values, mask=None):
+    weights = scores.masked_fill(~mask, 0.0)  # no softmax
+    return torch.einsum("bs,bsd->bd", weights, values), weights
+
+
+def exp_attend(scores, values, mask=None):
+    weights = scores.exp().masked_fill(~mask, 0.0)  # exp without the division
+    return torch.einsum("bs,bsd->bd", weights, values), weights
+
+
+@functools.cache
+def _accuracy(attend_fn=None, fixed=False):
+    model = reversal_experiment(None if fixed else "additive").model
+    result = []
+    for n in (6, 30):
+        with mock.patch("lib.seq2seq.attend", attend_fn or attend):
+            result.append(correct_matrix(_pairs(n), teacher_forced_outputs(model, _pairs(n)), n).mean())
+    return tuple(result)
+
+
+@functools.cache
+def _norms(attend_fn=None, power=1):
+    model, result = reversal_experiment("additive").model, []
+    for n in (6, 30):
+        contexts = []
+
+        def recording(scores, values, mask=None, contexts=contexts):
+            context, weights = (attend_fn or attend)(scores, values, mask)
+            contexts.append(context)
+            return context, weights
+
+        with mock.patch("lib.seq2seq.attend", recording):
+            teacher_forced_outputs(model, _pairs(n))
+        result.append(float((torch.cat(contexts).norm(dim=-1) ** power).mean()))
+    return tuple(result)
+
+
 # name -> (correct answer, [(wrong answer, words the ❌ message must contain), ...])
 CASES = {
     "ba_additive_score": (
@@ -168,11 +232,57 @@ CASES = {
             (3, "expected a function"),
         ],
     ),
+    "ba_break_uniform": (
+        Lazy(lambda: _accuracy(uniform_attend)),
+        [
+            (Lazy(lambda: _accuracy(uniform_attend)[::-1]), "Your two numbers are swapped"),
+            (Lazy(lambda: _accuracy()), "patch that one, mock.patch('lib.seq2seq.attend'"),
+            (Lazy(lambda: _accuracy(fixed=True)), "That is the fixed-vector model"),
+            ((0.5, 0.5), "weights = mask / mask.sum(-1, keepdim=True)"),
+            ([0.3], "a pair of two numbers"),
+        ],
+    ),
+    "ba_break_softmax": (
+        Lazy(lambda: _norms(raw_attend)),
+        [
+            (Lazy(lambda: _norms(raw_attend)[::-1]), "Your two numbers are swapped"),
+            (Lazy(lambda: _norms()), "your attend never reached the model"),
+            (Lazy(lambda: _norms(exp_attend)), "You kept the exponential"),
+            (Lazy(lambda: _norms(raw_attend, 2)), "squared length"),
+            ((100.0, 200.0), "average c.norm(dim=-1)"),
+            ("large", "should be numbers"),
+        ],
+    ),
 }
 
 
 # The generic checks (each correct answer passes, each wrong one fails naming its mistake) run over these
 # CASES in test_exercises.py.
+
+
+def test_the_break_it_measurements_go_the_way_the_exercises_say(capsys):
+    # uniform weights: far below the intact model, worse on long sequences; no softmax: contexts blow up with T_x
+    intact, uniform = _accuracy(), _accuracy(uniform_attend)
+    assert min(intact) > 0.95 and uniform[0] < 0.5 and uniform[1] < uniform[0]
+    with_softmax, raw = _norms(), _norms(raw_attend)
+    bound = reversal_experiment("additive").model.config.d_hidden ** 0.5  # an average of states with entries in (-1, 1)
+    assert max(with_softmax) < bound and raw[0] > 5 * bound and raw[1] > 2 * raw[0]
+    assert check("ba_break_uniform", list(uniform)) and check("ba_break_softmax", torch.tensor(raw))
+
+
+def test_a_break_it_answer_that_is_a_function_is_not_called(capsys):
+    # the answers are measurements (numbers); a function, even one that raises or never returns, is not run
+    def loops():
+        while True:
+            pass
+
+    def raises():
+        raise RuntimeError("not a measurement")
+
+    for name in ("ba_break_uniform", "ba_break_softmax"):
+        for answer in (loops, raises):
+            assert check(name, answer) is False
+            assert "should be numbers (a list, numpy array or tensor), got function" in capsys.readouterr().out
 
 
 def test_a_float64_numpy_answer_passes(capsys):

@@ -4,11 +4,15 @@ The correct answers are written with ``lib`` and ``math``; ``test_exercises.py``
 ``CASES`` (every registered exercise must have test cases).
 """
 
+import functools
 import math
 
+import numpy as np
 import torch
 
+from lib.book.seq2seq_bottleneck import correct_matrix, teacher_forced_outputs
 from lib.exercises import check
+from lib.experiments import reversal_experiment, sequence_task
 from lib.seq2seq import Seq2Seq, Seq2SeqConfig
 
 # --- answers, correct and wrong ---------------------------------------------------------------------------
@@ -60,6 +64,67 @@ def capacity_correct(bits, num_symbols):
     return math.floor(bits / math.log2(num_symbols))
 
 
+# --- break-it measurements on the chapter's reversal model, made with the chapter's plumbing ---------------
+
+
+class Lazy:
+    """A measurement computed when the checker first reads it (np.asarray), not when the tests are collected."""
+
+    def __init__(self, compute):
+        self.compute = compute
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.compute(), dtype=dtype)
+
+
+@functools.cache
+def _model_and_pairs():
+    return reversal_experiment(None).model, sequence_task(1000, 4, 30, 20, seed=2)
+
+
+def _zero_half(which):
+    def change(memory, src_mask):
+        half = memory.size(-1) // 2
+        keep = torch.ones(memory.size(-1))
+        keep[:half] = which != "forward"
+        keep[half:] = which == "forward"
+        return memory * keep
+
+    return change
+
+
+def _first_at_position_0(memory, src_mask):  # ←h_1 alone: the backward half at position 0, where C reads it
+    memory = memory.clone()
+    memory[:, 0, memory.size(-1) // 2 :] = 0
+    return memory
+
+
+@functools.cache
+def _accuracy(length, change=None, columns=None):
+    model, pairs = _model_and_pairs()
+    correct = correct_matrix(pairs, teacher_forced_outputs(model, pairs, change), length)
+    if columns is None:
+        return correct.mean()
+    return correct[:, :3].mean() if columns == "first" else correct[:, -3:].mean()
+
+
+def _zero(memory, src_mask):
+    return torch.zeros_like(memory)
+
+
+def _shuffled(memory, src_mask):  # another sentence's C: rows rolled by one
+    return memory.roll(1, dims=0)
+
+
+def _greedy_8():
+    acc = reversal_experiment(None).accuracy
+    return acc.token[acc.lengths.index(8)]
+
+
+def _ends(change):
+    return (_accuracy(12, change, "first"), _accuracy(12, change, "last"))
+
+
 # name -> (correct answer, [(wrong answer, words the ❌ message must contain), ...])
 CASES = {
     "bottleneck_summary": (
@@ -98,11 +163,63 @@ CASES = {
             (lambda bits, v: math.floor(bits * math.log2(v)), "You multiplied"),
         ],
     ),
+    "bottleneck_break_context": (
+        Lazy(lambda: (_accuracy(8), _accuracy(8, _zero))),
+        [
+            (Lazy(lambda: (_accuracy(8, _zero), _accuracy(8))), "the intact model first"),
+            (Lazy(lambda: (_accuracy(8), _accuracy(8))), "your change did not reach the decoder"),
+            (Lazy(lambda: (_greedy_8(), _accuracy(8, _zero))), "§3's greedy accuracy"),
+            (Lazy(lambda: (_accuracy(8), _accuracy(8, _zero_half("forward")))), "only the forward half"),
+            (Lazy(lambda: (_accuracy(8), _accuracy(8, _zero_half("backward")))), "only the backward half"),
+            (Lazy(lambda: (_accuracy(8), _accuracy(8, _shuffled))), "another sentence's C"),
+            ("0.93, 0.02", "should be numbers"),
+            ((0.9, 0.1, 0.0), "a pair of two numbers"),
+        ],
+    ),
+    "bottleneck_break_half": (
+        Lazy(lambda: _ends(_first_at_position_0)),
+        [
+            (Lazy(lambda: _ends(_first_at_position_0)[::-1]), "Your two numbers are swapped"),
+            (Lazy(lambda: _ends(None)), "your change did not reach the decoder"),
+            (Lazy(lambda: _ends(_zero_half("forward"))), "That is the forward half →h_m set to zero"),
+            (Lazy(lambda: _ends(_zero)), "That is all of C set to zero"),
+            ((0.5, 0.5), "average its first three and its last three columns"),
+            (lambda: (0.76, 0.01), "should be numbers"),
+        ],
+    ),
 }
 
 
 # The generic checks (each correct answer passes, each wrong one fails naming its mistake) run over these
 # CASES in test_exercises.py.
+
+
+def test_the_break_it_checkers_agree_with_the_chapters_plumbing_and_accept_any_array_type(capsys):
+    # zeroing ←h_1 at position 0 or the backward half everywhere is the same break for the fixed-vector decoder
+    assert _ends(_first_at_position_0) == _ends(_zero_half("backward"))
+    intact, broken = _accuracy(8), _accuracy(8, _zero)
+    assert intact > 0.8 and broken < 0.1  # the direction and size the exercise's prose states
+    assert check("bottleneck_break_context", [intact, broken])
+    assert check("bottleneck_break_context", torch.tensor([intact, broken]))
+    assert check("bottleneck_break_context", np.array([round(intact, 3), round(broken, 3)]))
+    first, last = _ends(_first_at_position_0)
+    assert first > 0.5 and last < 0.1
+    assert check("bottleneck_break_half", (first, last))
+
+
+def test_a_break_it_answer_that_is_a_function_is_not_called(capsys):
+    # the answers are measurements (numbers); a function, even one that raises or never returns, is not run
+    def loops():
+        while True:
+            pass
+
+    def raises():
+        raise RuntimeError("not a measurement")
+
+    for name in ("bottleneck_break_context", "bottleneck_break_half"):
+        for answer in (loops, raises):
+            assert check(name, answer) is False
+            assert "should be numbers (a list, numpy array or tensor), got function" in capsys.readouterr().out
 
 
 def test_the_summary_exercise_accepts_the_grus_final_state(capsys):
