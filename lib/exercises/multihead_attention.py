@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -239,4 +240,134 @@ def _check_mha_einsum(answer: Any) -> str | None:
     return (
         "Your einsum version equals lib's MultiHeadAttention: the concatenation followed by W^O is a sum "
         "over heads of head_i · W^O_i."
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Break it: one head's W^Q, W^K, W^V shared by every head
+# --------------------------------------------------------------------------------------------
+
+
+def _break_it_layer(seq: int) -> tuple[MultiHeadAttention, torch.Tensor]:
+    """The break-it exercises' layer and input, drawn as the chapter draws them: seed 0, d_model 64, 4 heads, no biases.
+
+    The chapter seeds torch's global generator; the checker does it in a fork, so the reader's next draws do not change.
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        layer = MultiHeadAttention(64, 4, bias=False).eval()
+        return layer, torch.randn(1, seq, 64)
+
+
+@functools.cache
+def _shared_reference() -> dict[str, float]:
+    """Spread of the heads' maps and rank of the output: intact, heads sharing all three, or only W^Q and W^K."""
+    ref: dict[str, float] = {}
+    for name, shared in (("intact", ()), ("shared", ("w_q", "w_k", "w_v")), ("qk_only", ("w_q", "w_k"))):
+        layer, x = _break_it_layer(80)
+        d_k, h = layer.d_k, layer.num_heads
+        with torch.no_grad():
+            for proj in shared:
+                w = getattr(layer, proj).weight  # (d_model, d_model): head i's rows are i·d_k … (i+1)·d_k − 1
+                w.copy_(w[:d_k].repeat(h, 1))
+            out, weights = layer(x, x, x)
+        ref[f"diff_{name}"] = (weights - weights[:, :1]).abs().max().item()
+        ref[f"rank_{name}"] = int(torch.linalg.matrix_rank(out[0]))  # float32: rounding is not rank
+    return ref
+
+
+@exercise(
+    "mha_break_shared_heads",
+    chapter=_CHAPTER,
+    summary="break it: (max difference between the heads' maps, output rank) when all heads share the first's weights",
+)
+def _check_break_shared_heads(answer: Any) -> str | None:
+    """Heads that share W^Q, W^K and W^V give identical maps, and the output's rank falls from d_model to d_k."""
+    values = as_array(answer, "your measurement (max difference between heads, rank)").ravel()
+    if values.size != 2:
+        raise AssertionError(f"your measurement should be two numbers, (difference, rank); got {values.size} values")
+    diff, rank = float(values[0]), float(values[1])
+    ref = _shared_reference()
+    want = f"expected a difference of 0 (rounding only) and rank {ref['rank_shared']} (intact: {ref['rank_intact']})"
+    if diff > 1e-5:
+        hint = (
+            " Your heads still have maps of their own: copy the first head's rows 0 … d_k − 1 of w_q.weight and "
+            "w_k.weight into the rows of every other head (w.weight[:d_k].repeat(heads, 1))."
+        )
+        if abs(rank - ref["rank_intact"]) < 0.5 and abs(diff - ref["diff_intact"]) < 1e-3:
+            hint = " That is the intact layer: nothing is shared yet." + hint
+        raise AssertionError(f"your heads' maps differ by {diff:.4g}; {want}.{hint}")
+    if rank != ref["rank_shared"]:
+        if rank == ref["rank_shared"] + 1:
+            hint = " One more than d_k: a bias adds a constant row; build the layer with bias=False."
+        elif rank == 80:
+            hint = " 80 is the number of tokens: take the rank of the (80, 64) output, not of an (80, 80) map."
+        elif rank > ref["rank_shared"]:
+            hint = (
+                " Your maps are identical but the rank is larger: did you share W^Q and W^K but not W^V? Then "
+                "each head averages its own values, and the heads still add different features."
+            )
+        else:
+            hint = ""
+        raise AssertionError(f"your rank is {rank:g}; {want}.{hint}")
+    return (
+        f"Four identical heads write the same {ref['rank_shared']} features four times: the layer is one head of "
+        f"d_k = 16 with a wider W^O, and its output has rank {ref['rank_shared']} instead of {ref['rank_intact']}."
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Break it: no W^O
+# --------------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _no_wo_reference() -> tuple[int, int]:
+    """How many of the 64 output features change when the third head is switched off: with W^O, and with W^O = I."""
+    counts = []
+    for keep_wo in (True, False):
+        layer, x = _break_it_layer(10)
+        if not keep_wo:
+            layer.w_o = torch.nn.Identity()
+        with torch.no_grad():
+            before = layer(x, x, x)[0]
+            d_k = layer.d_k
+            layer.w_v.weight[2 * d_k : 3 * d_k] = 0.0  # the third head's values: it now adds nothing
+            after = layer(x, x, x)[0]
+        counts.append(int(((after - before).abs().amax(dim=(0, 1)) > 1e-6).sum()))
+    return counts[0], counts[1]
+
+
+@exercise(
+    "mha_break_no_wo",
+    chapter=_CHAPTER,
+    summary="break it: (output features that change when the third head is switched off) with W^O and without it",
+)
+def _check_break_no_wo(answer: Any) -> str | None:
+    """With W^O every output feature hears the third head; without it only that head's own d_k features do."""
+    values = as_array(answer, "your measurement (features changed with W^O, without W^O)").ravel()
+    if values.size != 2:
+        raise AssertionError(f"your measurement should be two counts, (with W^O, without); got {values.size} values")
+    with_wo, without = float(values[0]), float(values[1])
+    expected = _no_wo_reference()
+    if (with_wo, without) == expected:
+        return (
+            f"With W^O, switching off one head moves all {expected[0]} features; without it, only that head's own "
+            f"{expected[1]}: the heads sit side by side and never mix."
+        )
+    hints = {
+        expected[::-1]: "you swapped the two counts: the first is with W^O, the second without",
+        (expected[0], expected[0]): "both counts are the full width: is W^O still in the second layer? Replace "
+        "layer.w_o with torch.nn.Identity()",
+        (64 - expected[0], 64 - expected[1]): "you counted the features that did NOT change",
+        (expected[1], expected[1]): "both counts are d_k: did you remove W^O from both layers?",
+    }
+    hint = hints.get((with_wo, without))
+    if hint is None and with_wo == without == 0:
+        hint = (
+            "nothing changed: switch the third head off (w_v.weight[32:48] = 0) and compare with the output from before"
+        )
+    raise AssertionError(
+        f"your counts are ({with_wo:g}, {without:g}); expected {expected}."
+        + (f" It looks like {hint}." if hint else "")
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 import math
 from typing import Any
 
@@ -9,7 +11,7 @@ import numpy as np
 import torch
 
 from ..positional import PositionalEncoding, sinusoidal_positional_encoding
-from .core import as_array, as_number, call_answer, diagnose, exercise, fmt, require_callable
+from .core import as_array, as_number, call_answer, checker_setup, diagnose, exercise, fmt, require_callable
 
 # This module only registers checkers (with @exercise, on import): it has no public names.
 __all__: list[str] = []
@@ -203,4 +205,192 @@ def _check_encoder_input(answer: Any) -> str | None:
     return (
         "With embeddings initialised at std d_model^-0.5, the scaled embedding and PE both have "
         "coordinates of order 1, so neither drowns the other."
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Break it: the shipped translator without its positional encoding
+# --------------------------------------------------------------------------------------------
+
+# What to check when the shipped model cannot be loaded (shown after "check the installation:").
+_SHIPPED_MODEL_FIX = (
+    "the checker needs the shipped model, the folder models/de-en of the book's repository (lib.checkpoint."
+    "SHIPPED_MODEL); it is found when lib is installed from a clone with `pip install -e .`"
+)
+# Two sentences with the same six tokens: the man and the dog trade places (tokens 1 and 4); EOS stays last.
+BREAK_SENTENCES = ("Ein Mann füttert einen Hund.", "Ein Hund füttert einen Mann.")
+BREAK_PERM = [0, 4, 2, 3, 1, 5, 6]  # row i of sentence B's encoding = row BREAK_PERM[i] of sentence A's
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped():
+    """The shipped run (model in eval mode and its tokenizer), loaded once."""
+    from ..checkpoint import SHIPPED_MODEL, load_run
+
+    return load_run(SHIPPED_MODEL)
+
+
+@functools.cache
+def _no_pe_reference() -> dict[str, Any]:
+    """Encoder outputs of the two sentences, with and without the encoding, and the broken model's translations."""
+    from ..positional import NoPositionalEncoding
+    from ..special_tokens import EOS_ID
+    from ..translate import translate
+
+    run = _shipped()
+    model, tok = run.model.eval(), run.tokenizer
+    broken = copy.deepcopy(model)
+    broken.positional = NoPositionalEncoding(model.config.d_model, model.config.max_len)
+    ids = [torch.tensor([tok.encode(s).ids + [EOS_ID]]) for s in BREAK_SENTENCES]
+    assert sorted(ids[0][0].tolist()) == sorted(ids[1][0].tolist()), "the two sentences must be one permutation"
+    ref: dict[str, Any] = {}
+    with torch.no_grad():
+        for name, m in (("pe", model), ("no_pe", broken)):
+            mem_a, mem_b = (m.encode(i)[0][0] for i in ids)
+            ref[f"gap_{name}"] = (mem_b - mem_a[BREAK_PERM]).abs().max().item()
+            ref[f"rowwise_{name}"] = (mem_b - mem_a).abs().max().item()
+        ref["translations_no_pe"] = translate(broken, tok, list(BREAK_SENTENCES))
+    return ref
+
+
+@exercise(
+    "pe_break_no_pe",
+    chapter=_CHAPTER_PE,
+    summary="break it: (max |difference| of the permuted encodings, same translation?) without positional encoding",
+)
+def _check_break_no_pe(answer: Any) -> str | None:
+    """Without the encoding the encoder is permutation-equivariant and both sentences get one translation."""
+    if not isinstance(answer, (tuple, list)) or len(answer) != 2:
+        raise AssertionError(
+            f"your measurement should be a pair (gap, same): a number and True/False; got {type(answer).__name__}"
+        )
+    gap = as_number(answer[0], "the gap (max |difference| between the permuted encoder outputs)")
+    same = answer[1]
+    if not isinstance(same, (bool, np.bool_)):
+        raise AssertionError(f"the second value should be True or False (are the translations equal?), got {same!r}")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # small matrices: on a busy CPU, threads waiting for each other slow decoding down
+    try:
+        with checker_setup(
+            "loading the shipped model (models/de-en) and translating two sentences", _SHIPPED_MODEL_FIX
+        ):
+            ref = _no_pe_reference()
+    finally:
+        torch.set_num_threads(threads)
+    want = (
+        f"expected a gap of at most 1e-4 (rounding; lib's is {ref['gap_no_pe']:.1e}) and equal translations "
+        f"({ref['translations_no_pe'][0]!r} for both)"
+    )
+    if not 0 <= gap <= 1e-4:
+        wrong = [
+            (
+                ref["gap_pe"],
+                "the encoding is still there: the model with it gives different numbers for the same "
+                "word at another position",
+            ),
+            (
+                ref["rowwise_no_pe"],
+                "you compared row i with row i: the outputs are equal once REORDERED; compare "
+                "row i of sentence B's encoding with row perm[i] of sentence A's",
+            ),
+            (
+                ref["rowwise_pe"],
+                "you compared row i with row i of the model WITH its encoding: remove the encoding "
+                "and reorder one of the two outputs",
+            ),
+        ]
+        why = next((w for v, w in wrong if abs(gap - v) < 1e-3 * max(1.0, v)), None)
+        raise AssertionError(f"your gap is {gap:.4g}; {want}." + (f" It looks like {why}." if why else ""))
+    if not same:
+        from ..translate import translate
+
+        with_pe = translate(_shipped().model.eval(), _shipped().tokenizer, list(BREAK_SENTENCES))
+        raise AssertionError(
+            f"you say the translations differ; {want}. Translate both sentences with the broken model: with the "
+            f"encoding they are {with_pe}, but without it the decoder's cross-attention sees the "
+            "same set of encoder rows for both."
+        )
+    both = ref["translations_no_pe"][0]
+    return f"Without positions the translator reads a bag of words: both sentences become {both!r}."
+
+
+# --------------------------------------------------------------------------------------------
+# Break it: raw integer positions instead of the sinusoids
+# --------------------------------------------------------------------------------------------
+
+BREAK_WORDS, BREAK_POSITION = ("Hund", "Katze"), 50
+
+
+@functools.cache
+def _raw_positions_reference() -> dict[str, float]:
+    """Cosine similarity of two words' encoder inputs at position 50: raw positions, sinusoids, and wrong variants."""
+    run = _shipped()
+    model, tok = run.model, run.tokenizer
+    d_model, p = model.config.d_model, BREAK_POSITION
+    ids = [tok.encode(w).ids for w in BREAK_WORDS]
+    assert all(len(i) == 1 for i in ids), "each word must be one token"
+    with torch.no_grad():
+        stored = model.src_embed(torch.tensor([i[0] for i in ids]))  # (2, d_model), as stored
+        pe = PositionalEncoding(d_model, max_len=p + 1).pe[p]
+    scaled = stored * math.sqrt(d_model)
+
+    def cos(a: torch.Tensor) -> float:
+        return torch.cosine_similarity(a[0], a[1], dim=0).item()
+
+    return {
+        "raw": cos(scaled + p),
+        "sin": cos(scaled + pe),
+        "raw_unscaled": cos(stored + p),
+        "sin_unscaled": cos(stored + pe),
+        "no_position": cos(scaled),
+    }
+
+
+def _closeness(cos: float) -> float:
+    """log10(1 − cos): how many nines the similarity has (−3.4 for 0.9996)."""
+    return math.log10(max(1.0 - cos, 1e-12))
+
+
+@exercise(
+    "pe_break_raw_positions",
+    chapter=_CHAPTER_PE,
+    summary="break it: (cosine of Hund and Katze at position 50 with raw positions, with the sinusoids)",
+)
+def _check_break_raw_positions(answer: Any) -> str | None:
+    """Raw positions swamp the √d_model-scaled embeddings: two different words become almost the same vector."""
+    values = as_array(answer, "your measurement (cosine with raw positions, cosine with sinusoids)").ravel()
+    if values.size != 2:
+        raise AssertionError(f"your measurement should be two cosines, (raw, sinusoidal); got {values.size} values")
+    raw, sin = float(values[0]), float(values[1])
+    with checker_setup("loading the shipped model (models/de-en)", _SHIPPED_MODEL_FIX):
+        ref = _raw_positions_reference()
+    want = f"expected about ({ref['raw']:.5f}, {ref['sin']:.3f})"
+    if not (-1 - 1e-6 <= raw <= 1 + 1e-6 and -1 - 1e-6 <= sin <= 1 + 1e-6):
+        raise AssertionError(f"a cosine lies between −1 and 1; yours are ({raw:g}, {sin:g}); {want}.")
+    hints = [
+        (abs(raw - ref["sin"]) < 0.005 and abs(sin - ref["raw"]) < 1e-4, "you swapped the two: raw first"),
+        (
+            abs(_closeness(raw) - _closeness(ref["raw_unscaled"])) < 0.15,
+            "you left out the √d_model scale of the embeddings: unscaled they are even smaller next to the position",
+        ),
+        (
+            abs(raw - ref["no_position"]) < 0.005,
+            "your raw cosine is that of the embeddings alone: add the position 50 to every coordinate",
+        ),
+        (abs(sin - ref["sin_unscaled"]) < 0.005, "your sinusoidal cosine leaves out the √d_model scale"),
+        (
+            abs(sin - ref["no_position"]) < 0.005 and abs(sin - ref["sin"]) > 0.005,
+            "your sinusoidal cosine is that of the embeddings alone: add the row PE(50) of the table",
+        ),
+    ]
+    raw_ok = abs(_closeness(raw) - _closeness(ref["raw"])) < 0.1
+    sin_ok = abs(sin - ref["sin"]) < 0.005
+    if raw_ok and sin_ok:
+        return (
+            f"At position 50, Hund and Katze are {ref['raw']:.4f} alike with the raw position (alone: "
+            f"{ref['no_position']:.2f}) and {ref['sin']:.2f} with the sinusoids: the raw number drowns the word."
+        )
+    why = next((w for hit, w in hints if hit), None)
+    raise AssertionError(
+        f"your cosines are ({raw:.6g}, {sin:.4g}); {want}." + (f" It looks like {why}." if why else "")
     )

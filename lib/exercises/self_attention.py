@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -337,4 +338,197 @@ def _check_lookup_scale(answer: Any) -> str | None:
     return (
         "β grows only like ln(n): a soft look-up over 1,000 keys needs β ≈ 13.8 for 99.9 % on the match, "
         "and the larger β, the closer it comes to a hard dictionary look-up."
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Break it: the softmax without the 1/√d_k scale
+# --------------------------------------------------------------------------------------------
+
+
+def _two_numbers(answer: Any, what: str) -> tuple[float, float]:
+    """The reader's measurement as two floats, from a pair (tuple, list, array or tensor of two numbers)."""
+    values = as_array(answer, what).ravel()
+    if values.size != 2:
+        raise AssertionError(f"{what} should be two numbers, a pair like (0.5, 0.1); got {values.size} values")
+    return float(values[0]), float(values[1])
+
+
+def _jacobian_norms(weights: torch.Tensor) -> torch.Tensor:
+    """‖diag(α) − α αᵀ‖_F of each row α of ``weights`` (rows, n): how much gradient the softmax passes back."""
+    sq = (weights**2).sum(-1)
+    return (sq - 2 * (weights**3).sum(-1) + sq**2).clamp_min(0.0).sqrt()
+
+
+@functools.cache
+def _scale_reference(d_k: int = 512, rows: int = 2000, n_keys: int = 32) -> dict[str, float]:
+    """The §4 experiment at one width, through lib's core: medians (and means) of the largest weight and of ‖J‖_F.
+
+    Queries and keys are drawn as the chapter's ``random_scores`` draws them (seed 0, 250 queries at a time),
+    so a reader who follows the exercise gets the same numbers.
+    """
+    g = torch.Generator().manual_seed(0)
+    weights: dict[str, list[torch.Tensor]] = {"scaled": [], "unscaled": [], "by_d_k": []}
+    for start in range(0, rows, 250):
+        m = min(250, rows - start)
+        q = torch.randn(m, 1, d_k, generator=g, dtype=torch.float64)
+        k = torch.randn(m, n_keys, d_k, generator=g, dtype=torch.float64)
+        # lib divides by √d_k: × √d_k undoes it (the unscaled softmax), ÷ √d_k divides by d_k in all
+        for name, factor in (("scaled", 1.0), ("unscaled", math.sqrt(d_k)), ("by_d_k", 1 / math.sqrt(d_k))):
+            weights[name].append(scaled_dot_product_attention(q * factor, k, k)[1][:, 0])  # (m, n_keys)
+    ref: dict[str, float] = {}
+    for name, parts in weights.items():
+        w = torch.cat(parts)
+        top, grad = w.max(-1).values, _jacobian_norms(w)
+        ref[f"top_{name}"], ref[f"top_mean_{name}"] = top.median().item(), top.mean().item()
+        ref[f"grad_{name}"], ref[f"grad_mean_{name}"] = grad.median().item(), grad.mean().item()
+    return ref
+
+
+@exercise(
+    "sa_break_scale",
+    chapter=_CHAPTER,
+    summary="break it: (median largest weight, median gradient ratio) at d_k = 512 without the 1/√d_k scale",
+)
+def _check_break_scale(answer: Any) -> str | None:
+    """The pair (median largest weight without the scale, median ‖J‖ without / with) must match lib's experiment."""
+    top, ratio = _two_numbers(answer, "your measurement (largest weight, gradient ratio)")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # on a busy CPU, threads waiting for each other make this slower, not faster
+    try:
+        ref = _scale_reference()
+    finally:
+        torch.set_num_threads(threads)
+    expected_top, expected_ratio = ref["top_unscaled"], ref["grad_unscaled"] / ref["grad_scaled"]
+    want = f"expected a largest weight of about {expected_top:.4f} and a gradient ratio of about {expected_ratio:.3f}"
+    if not 1 / 32 - 1e-9 <= top <= 1 + 1e-9:
+        raise AssertionError(
+            f"a largest weight of {top:g} is impossible: 32 weights that sum to 1 have their largest "
+            f"between 1/32 and 1; {want}."
+        )
+    if abs(top - expected_top) > 0.003:
+        wrong = [
+            (
+                ref["top_scaled"],
+                0.02,
+                "your weights are not saturated: that is the median WITH the 1/√d_k scale "
+                "(about 0.15). Did you remove the division from the scores, not from somewhere else?",
+            ),
+            (
+                ref["top_by_d_k"],
+                0.005,
+                "your weights are almost uniform (1/32 ≈ 0.031): you divided by d_k, "
+                "which flattens the softmax instead of sharpening it; remove the division altogether",
+            ),
+            (
+                ref["top_mean_unscaled"],
+                0.01,
+                "that is the mean over the queries, not the median: the few queries "
+                "that are not saturated pull the mean down",
+            ),
+        ]
+        why = next((w for v, tol, w in wrong if abs(top - v) < tol), None)
+        raise AssertionError(f"your median largest weight is {top:.4f}; {want}." + (f" {why}" if why else ""))
+    if ratio <= 0:
+        raise AssertionError(f"a gradient ratio of {ratio:g} is impossible: both gradient sizes are positive; {want}.")
+    if abs(math.log(ratio / expected_ratio)) > math.log(2):
+        mean_ratio = ref["grad_mean_unscaled"] / ref["grad_mean_scaled"]
+        wrong = [
+            (
+                1 / expected_ratio,
+                "you divided the gradient size WITH the scale by the one without: the ratio asked "
+                "for is unscaled / scaled, below 1",
+            ),
+            (
+                mean_ratio,
+                "that is the ratio of the means, not of the medians: a minority of queries that are not "
+                "saturated still pass gradient back and dominate the mean",
+            ),
+            (1.0, "both gradient sizes are the same: did you compute the second one from the same weights?"),
+        ]
+        why = next((w for v, w in wrong if abs(math.log(ratio / v)) < math.log(1.3)), None)
+        raise AssertionError(f"your gradient ratio is {ratio:.4g}; {want}." + (f" It looks like {why}." if why else ""))
+    return (
+        f"Without the scale the typical query puts {expected_top:.4f} of its weight on one key, and its softmax passes "
+        f"back {100 * expected_ratio:.1f} % of the gradient it passes with the scale."
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Break it: one projection for queries and keys (W^K = W^Q)
+# --------------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _tied_reference(n: int = 16, d: int = 64) -> dict[str, float]:
+    """The exercise's draw (numpy seed 0): asymmetry of the scores and mean self-weight, tied both ways and untied."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((n, d))
+    w_q, w_k = (rng.standard_normal((d, d)) / math.sqrt(d) for _ in range(2))
+    ref: dict[str, float] = {}
+    for name, (a, b) in {"untied": (w_q, w_k), "k_is_q": (w_q, w_q), "q_is_k": (w_k, w_k)}.items():
+        q, k = torch.from_numpy(x @ a), torch.from_numpy(x @ b)
+        weights = scaled_dot_product_attention(q, k, k)[1]  # (n, n), lib's softmax(q kᵀ / √d_k)
+        scores = q @ k.T / math.sqrt(d)
+        ref[f"asym_{name}"] = (scores - scores.T).abs().max().item()
+        ref[f"asym_weights_{name}"] = (weights - weights.T).abs().max().item()
+        ref[f"self_{name}"] = weights.diagonal().mean().item()
+        ref[f"argmax_{name}"] = (weights.argmax(-1) == torch.arange(n)).double().mean().item()
+    return ref
+
+
+@exercise(
+    "sa_break_tied_qk",
+    chapter=_CHAPTER,
+    summary="break it: (max |S − Sᵀ|, mean weight of a token on itself) when W^K is W^Q",
+)
+def _check_break_tied_qk(answer: Any) -> str | None:
+    """With one projection for queries and keys the scores are symmetric and each token attends mostly to itself."""
+    asym, own = _two_numbers(answer, "your measurement (max |S − Sᵀ|, mean self-weight)")
+    ref = _tied_reference()
+    tied = [ref["self_k_is_q"], ref["self_q_is_k"]]
+    want = (
+        f"expected max |S − Sᵀ| ≈ 0 (rounding only) and a mean self-weight of about {tied[0]:.3f} "
+        f"(W^K = W^Q) or {tied[1]:.3f} (W^Q = W^K)"
+    )
+    if asym > 1e-6:
+        wrong = [
+            (
+                ref["asym_untied"],
+                "your scores come from two different projections: pass W_Q as the keys' "
+                "projection too (or W_K as the queries')",
+            ),
+            (
+                ref["asym_weights_k_is_q"],
+                "you compared the weights A with Aᵀ: the scores are symmetric, but each "
+                "row of weights is divided by its own sum, so the weights are not",
+            ),
+            (
+                ref["asym_weights_q_is_k"],
+                "you compared the weights A with Aᵀ: the scores are symmetric, but each "
+                "row of weights is divided by its own sum, so the weights are not",
+            ),
+        ]
+        why = next((w for v, w in wrong if abs(asym - v) < 1e-3 * max(1.0, v)), None)
+        raise AssertionError(f"your max |S − Sᵀ| is {asym:.4g}; {want}." + (f" It looks like {why}." if why else ""))
+    if min(abs(own - t) for t in tied) > 0.01:
+        wrong = [
+            (ref["self_untied"], "that is the untied layer's value: the keys still use their own W^K"),
+            (
+                ref["argmax_k_is_q"],
+                "that is the share of tokens whose LARGEST weight is on themselves; the "
+                "exercise asks for the mean of the diagonal weights A[i, i]",
+            ),
+            (
+                ref["argmax_q_is_k"],
+                "that is the share of tokens whose LARGEST weight is on themselves; the "
+                "exercise asks for the mean of the diagonal weights A[i, i]",
+            ),
+            (1 / 16, "every row sums to 1, so the mean of all the weights is 1/16: take the diagonal A[i, i] only"),
+        ]
+        why = next((w for v, w in wrong if abs(own - v) < 0.005), None)
+        raise AssertionError(f"your mean self-weight is {own:.4f}; {want}." + (f" It looks like {why}." if why else ""))
+    return (
+        f"Tied, every token keeps about {tied[0]:.2f} of its attention for itself (untied: {ref['self_untied']:.2f}): "
+        "q_i · k_i = ‖x_i W‖² is the largest score of its row."
     )

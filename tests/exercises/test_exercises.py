@@ -219,7 +219,14 @@ def test_answers_of_the_wrong_type_give_a_cross(name, answer, words, capsys):
 
 def test_registry_and_listing():
     names = [ex.name for ex in list_exercises("positional_encoding")]
-    assert names == ["pe_row", "pe_norm", "pe_shift_matrix", "encoder_input"]
+    assert names == [
+        "pe_row",
+        "pe_norm",
+        "pe_shift_matrix",
+        "encoder_input",
+        "pe_break_no_pe",
+        "pe_break_raw_positions",
+    ]
     assert list_exercises("no such chapter") == []
     assert all(isinstance(ex, Exercise) and ex.summary for ex in list_exercises())
     assert len(list_exercises()) == len(EXERCISES)

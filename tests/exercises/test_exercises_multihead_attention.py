@@ -145,3 +145,92 @@ def test_answers_may_be_lists_numpy_or_tensors(capsys):
     assert check("mha_split_heads", lambda x, h: split_heads_correct(x, h).tolist())
     assert check("mha_num_parameters", lambda d, h, b: torch.tensor(num_parameters_correct(d, h, b)))
     assert check("mha_einsum", lambda *args: mha_einsum_correct(*args).float())
+
+
+# --- break it: heads that share their weights, and a layer without W^O ------------------------------------
+
+
+def _break_layer(share=(), no_wo=False):
+    torch.manual_seed(0)
+    layer = MultiHeadAttention(64, 4, bias=False).eval()
+    x80, x10 = torch.randn(1, 80, 64), torch.randn(1, 10, 64)
+    with torch.no_grad():
+        for name in share:  # head 0's block of rows, written into every head's block
+            w = getattr(layer, name).weight
+            w[16:] = w[:16].repeat(3, 1)
+    if no_wo:
+        layer.w_o = torch.nn.Identity()
+    return layer, x80, x10
+
+
+def shared_measurement(share=("w_q", "w_k", "w_v"), rank_of="output"):
+    layer, x, _ = _break_layer(share)
+    with torch.no_grad():
+        out, weights = layer(x, x, x)
+    diff = max((weights[0, h] - weights[0, 0]).abs().max().item() for h in range(4))
+    target = {"output": out[0], "weights": weights[0, 0]}[rank_of]
+    return diff, int(torch.linalg.matrix_rank(target))
+
+
+def no_wo_measurement(count_unchanged=False):
+    counts = []
+    for no_wo in (False, True):
+        layer, _, x = _break_layer(no_wo=no_wo)
+        with torch.no_grad():
+            before = layer(x, x, x)[0]
+            layer.w_q.weight[32:48] = 0.0  # head 2 switched off another way: it now averages ...
+            layer.w_v.weight[32:48] = 0.0  # ... values that are all zero
+            changed = int(((layer(x, x, x)[0] - before).abs().amax(dim=(0, 1)) > 1e-6).sum())
+        counts.append(64 - changed if count_unchanged else changed)
+    return tuple(counts)
+
+
+CASES.update(
+    {
+        "mha_break_shared_heads": (
+            shared_measurement(),
+            [
+                (shared_measurement(share=()), "nothing is shared yet"),
+                (shared_measurement(share=("w_q", "w_k")), "not W^V"),
+                (shared_measurement(share=("w_v",)), "maps of their own"),
+                ((0.0, 17), "bias"),
+                (shared_measurement(rank_of="weights"), "number of tokens"),
+                ((0.0, 8), "expected a difference of 0"),
+                ((0.0,), "two numbers"),
+            ],
+        ),
+        "mha_break_no_wo": (
+            no_wo_measurement(),
+            [
+                (no_wo_measurement()[::-1], "swapped"),
+                ((64, 64), "still in the second layer"),
+                (no_wo_measurement(count_unchanged=True), "did NOT change"),
+                ((16, 16), "both layers"),
+                ((0, 0), "nothing changed"),
+                ((64, 32), "expected (64, 16)"),
+                ((64, 16, 0), "two counts"),
+            ],
+        ),
+    }
+)
+
+
+def test_break_it_counts_and_ranks_are_the_chapter_sizes(capsys):
+    assert shared_measurement() == (0.0, 16) and shared_measurement(share=())[1] == 64
+    assert no_wo_measurement() == (64, 16)
+    assert check("mha_break_no_wo", torch.tensor([64, 16])) and check("mha_break_shared_heads", [1e-7, 16.0])
+
+
+def test_break_it_checkers_never_call_a_function_answer(capsys):
+    def boom():
+        raise RuntimeError("should not run")
+
+    def spin():
+        while True:
+            pass
+
+    for name in ("mha_break_shared_heads", "mha_break_no_wo"):
+        for answer in (boom, spin):
+            assert check(name, answer) is False
+            out = capsys.readouterr().out
+            assert out.startswith(f"❌ {name}: ") and "should be numbers" in out

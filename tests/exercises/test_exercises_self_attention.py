@@ -207,3 +207,105 @@ def test_answers_may_be_lists_numpy_or_tensors(capsys):
 def test_max_seq_len_message_names_the_16_gib_case(capsys):
     check("sa_max_seq_len", lambda m, b, h, e: math.isqrt(m // (b * e)))
     assert "max_seq_len(17179869184, 1, 8, 4) is 65536; expected 23170" in capsys.readouterr().out
+
+
+# --- break it: the 1/√d_k scale, and one projection for queries and keys ---------------------------------
+
+
+def _scale_measurement(reduce="median", inverted=False, divisor=None):
+    """The exercise's experiment, written with the chapter's random_scores (not the checker's draw through lib)."""
+    from lib.book.self_attention import random_scores
+
+    scores = random_scores(512, 2000, 32, generator=torch.Generator().manual_seed(0))  # (2000, 32), unscaled
+    stats = {}
+    for name, s in (("scaled", scores / math.sqrt(512)), ("broken", scores if divisor is None else scores / divisor)):
+        w = torch.softmax(s, dim=-1)
+        jac = (torch.diag_embed(w) - w[:, :, None] * w[:, None, :]).flatten(1).norm(dim=-1)
+        pick = (lambda t: t.median()) if reduce == "median" else (lambda t: t.mean())
+        stats[name] = (pick(w.max(-1).values).item(), pick(jac).item())
+    ratio = stats["broken"][1] / stats["scaled"][1]
+    return stats["broken"][0], 1 / ratio if inverted else ratio
+
+
+BREAK_SCALE = _scale_measurement()
+
+
+def _tied_measurement(tie="k_is_q", weights_asym=False, argmax=False, all_mean=False):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((16, 64))
+    w_q, w_k, _ = (rng.standard_normal((64, 64)) / 8 for _ in range(3))
+    if tie == "k_is_q":
+        w_k = w_q
+    elif tie == "q_is_k":
+        w_q = w_k
+    s = (x @ w_q) @ (x @ w_k).T / 8
+    a = _softmax(s)
+    asym = np.abs(a - a.T).max() if weights_asym else np.abs(s - s.T).max()
+    own = (a.argmax(1) == np.arange(16)).mean() if argmax else (a.mean() if all_mean else np.diag(a).mean())
+    return asym, own
+
+
+CASES.update(
+    {
+        "sa_break_scale": (
+            BREAK_SCALE,
+            [
+                (_scale_measurement(divisor=math.sqrt(512)), "not saturated"),
+                (_scale_measurement(divisor=512), "divided by d_k"),
+                (_scale_measurement(reduce="mean"), "mean over the queries"),
+                ((BREAK_SCALE[0], 1 / BREAK_SCALE[1]), "unscaled / scaled"),
+                ((BREAK_SCALE[0], _scale_measurement(reduce="mean")[1]), "ratio of the means"),
+                ((BREAK_SCALE[0], 1.0), "same"),
+                ((1.5, 0.01), "impossible"),
+                ((BREAK_SCALE[0], -0.1), "impossible"),
+                ((0.9, 0.01), "expected a largest weight of about 0.99"),
+                ((0.9988,), "two numbers"),
+                ("0.99", "numbers"),
+            ],
+        ),
+        "sa_break_tied_qk": (
+            _tied_measurement(),
+            [
+                (_tied_measurement(tie=None), "two different projections"),
+                (_tied_measurement(weights_asym=True), "weights A with Aᵀ"),
+                ((0.0, _tied_measurement(tie=None)[1]), "untied layer"),
+                (_tied_measurement(argmax=True), "LARGEST weight"),
+                (_tied_measurement(all_mean=True), "diagonal A[i, i] only"),
+                ((0.0, 0.5), "expected max |S − Sᵀ| ≈ 0"),
+                ([0.0, 0.96, 1.0], "two numbers"),
+            ],
+        ),
+    }
+)
+
+
+def test_break_scale_accepts_either_tie_and_any_container(capsys):
+    assert check("sa_break_scale", list(BREAK_SCALE))
+    assert check("sa_break_scale", torch.tensor(BREAK_SCALE))
+    assert check("sa_break_tied_qk", _tied_measurement(tie="q_is_k"))
+    assert check("sa_break_tied_qk", np.array(_tied_measurement()))
+
+
+def test_break_it_checkers_never_call_a_function_answer(capsys):
+    # A break-it answer is a measurement: a function (one that raises, one that never returns) is not called.
+    def boom():
+        raise RuntimeError("should not run")
+
+    def spin():
+        while True:
+            pass
+
+    for name in ("sa_break_scale", "sa_break_tied_qk"):
+        for answer in (boom, spin):
+            assert check(name, answer) is False
+            out = capsys.readouterr().out
+            assert out.startswith(f"❌ {name}: ") and "should be numbers" in out
+
+
+def test_break_scale_matches_the_checkers_reference():
+    from lib.exercises.self_attention import _scale_reference
+
+    ref = _scale_reference()
+    assert abs(ref["top_unscaled"] - BREAK_SCALE[0]) < 1e-6
+    assert abs(ref["grad_unscaled"] / ref["grad_scaled"] - BREAK_SCALE[1]) < 1e-6
+    assert BREAK_SCALE[0] > 0.99 and BREAK_SCALE[1] < 0.02  # saturated, and two orders of magnitude less gradient
