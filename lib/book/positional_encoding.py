@@ -62,7 +62,7 @@ def pe_views(d_model: int = 64, max_len: int = 100, dim: int = 6) -> tuple[Figur
         {f"dim {dim} ({kind}), wavelength {wavelength(dim, d_model):.1f}": (torch.arange(max_len), pe[:, dim])},
         xlabel="position",
         ylabel="PE(pos, dim)",
-        figsize=(7.5, 2.4),
+        figsize=(6.6, 2.4),
     )
     return heat, legend_outside(wave)
 
