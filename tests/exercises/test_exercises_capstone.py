@@ -2,7 +2,8 @@
 
 The correct answers are written with ``lib`` where lib has the function (the loss, the length penalty, BLEU) and
 as a plain loop where it does not (greedy decoding of one sentence); ``test_exercises.py`` also collects this
-module's ``CASES`` (every registered exercise must have test cases).
+module's ``CASES`` (every registered exercise must have test cases). The assembly exercise's cases and tests live in
+``test_assemble_transformer.py``; its CASES join these.
 """
 
 import math
@@ -220,6 +221,20 @@ CASES = {
     ),
 }
 
+
+def _assembly_cases() -> dict:
+    """The CASES of the assembly exercise, kept with its own tests in test_assemble_transformer.py."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).with_name("test_assemble_transformer.py")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.CASES
+
+
+CASES.update(_assembly_cases())
 
 # The generic checks (each correct answer passes, each wrong one fails naming its mistake) run over these
 # CASES in test_exercises.py.
