@@ -7,7 +7,9 @@ timing harness: what the pages run but their reader need not read. The ideas the
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -15,11 +17,13 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from torch import Tensor, nn
 
-from ..attention import MultiHeadAttention, scaled_dot_product_attention
+from ..attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
 from ..cost import median_ms
+from ..data import collate, encode_pairs
 from ..plots import plot_curves
+from ..special_tokens import BOS_ID, EOS_ID, PAD_ID
 from ..training import label_smoothed_cross_entropy, noam_lr
-from ..transformer import EncoderLayer
+from ..transformer import EncoderLayer, Transformer, TransformerConfig
 
 __all__ = [
     "legend_outside",
@@ -35,6 +39,12 @@ __all__ = [
     "AttentionOverChannels",
     "layers_until_connected",
     "layer_timings",
+    "WalkStage",
+    "sentence_walk",
+    "walk_figure",
+    "WALK_ALT",
+    "copy_batch",
+    "copy_task_run",
 ]
 
 
@@ -341,3 +351,256 @@ def layer_timings(lengths: Sequence[int], d: int = 64, repeats: int = 9, seed: i
     finally:
         torch.set_num_threads(threads)
     return timings
+
+
+# --------------------------------------------------------------------------------------------
+# The one-sentence walk, stage by stage (the slider and the widget after the block diagram)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WalkStage:
+    """One stage of the one-sentence walk: the numbers one frame of the slider draws.
+
+    Attributes:
+        name: the stage, e.g. ``"encoder layer 2"``.
+        shape: the shape of the stage's tensor in the model, e.g. ``(1, 10, 128)``.
+        values: what is drawn: ``(rows, columns)`` vectors or weights, or ``(k,)`` probabilities.
+        rows: a label per row (the tokens, or the heads); for probabilities, the ``k`` tokens.
+        columns: a label per column (the keys' tokens), or None when the columns are the ``d_model`` features.
+        note: a few of the stage's numbers, one line under the picture.
+        caption: one sentence of what the frame shows, with its key numbers (the slider's label, read as alt text).
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    values: np.ndarray
+    rows: list[str]
+    columns: list[str] | None
+    note: str
+    caption: str
+
+
+def _vectors(name: str, x: Tensor, tokens: list[str], what: str) -> WalkStage:
+    """A stage of ``(1, seq, d)`` vectors: its heat strip, the first numbers of row 0 and the lengths of the rows."""
+    v = x[0].numpy()
+    norms = np.linalg.norm(v, axis=-1)
+    first = ", ".join(f"{a:+.2f}" for a in v[0, :4])
+    note = f"{what}; row {tokens[0]}: [{first}, …]; length of a row {norms.min():.1f} to {norms.max():.1f}"
+    caption = (
+        f"{name}: {v.shape[0]} rows (tokens) × {v.shape[1]} features, shape {tuple(x.shape)}, rows of length "
+        f"{norms.min():.1f} to {norms.max():.1f}"
+    )
+    return WalkStage(name, tuple(x.shape), v, tokens, None, note, caption)
+
+
+def sentence_walk(run, pair: tuple[str, str], prefix: int = 3, layer: int = 0, top_k: int = 5) -> list[WalkStage]:
+    """One test pair through a trained Transformer, stage by stage, with the stages' real values.
+
+    The source goes through the embedding (× √d_model), the positional encoding, every encoder layer and the
+    final LayerNorm (the memory); the decoder reads ``<s>`` and the first ``prefix - 1`` target tokens (one
+    decoder step: it predicts the token after them), and the walk keeps one decoder layer's masked
+    self-attention and cross-attention weights, the decoder's output and the top tokens of the softmax.
+
+    Args:
+        run: a loaded run (``lib.checkpoint.load_run``): its ``model`` (eval mode) and ``tokenizer``.
+        pair: the (source, target) sentences.
+        prefix: decoder input positions read, ``<s>`` included.
+        layer: the decoder layer whose attention weights are kept (0 = the first).
+        top_k: tokens kept from the softmax.
+
+    Returns:
+        The stages in order (:class:`WalkStage`); the last holds the ``top_k`` probabilities of the next token.
+    """
+    model, tok = run.model, run.tokenizer
+    batch = collate(encode_pairs([pair], tok), PAD_ID, BOS_ID, EOS_ID)
+    src, tgt = batch.src, batch.tgt_in[:, :prefix]
+    src_tokens = [tok.id_to_token(i) for i in src[0].tolist()]
+    tgt_tokens = [tok.id_to_token(i) for i in tgt[0].tolist()]
+    scale = math.sqrt(model.config.d_model)
+    stages = []
+    with torch.no_grad():
+        e = model.src_embed(src) * scale  # (1, seq_s, d_model)
+        stages.append(_vectors("source embedding × √d_model", e, src_tokens, "each token's row of the table × √d"))
+        x = model.positional(e)
+        stages.append(_vectors("+ positional encoding", x, src_tokens, "each position adds a row of length 8"))
+        mask = model.source_mask(src)  # (1, 1, 1, seq_s), True = real token
+        for i, enc in enumerate(model.encoder.layers):
+            x, _ = enc(x, mask)
+            stages.append(_vectors(f"encoder layer {i + 1}", x, src_tokens, "the same shape, new values"))
+        memory = model.encoder.norm(x)
+        stages.append(_vectors("memory (final LayerNorm)", memory, src_tokens, "what cross-attention reads"))
+        y = model.positional(model.tgt_embed(tgt) * scale)  # (1, prefix, d_model)
+        stages.append(_vectors("decoder input embedded (× √d_model + PE)", y, tgt_tokens, "the target so far"))
+        causal = causal_mask(prefix)
+        for i, dec in enumerate(model.decoder.layers):
+            y, w_self, w_cross = dec(y, memory, causal, mask, return_attention=True)
+            if i == layer:
+                kept = w_self, w_cross
+        y = model.decoder.norm(y)
+        probs = torch.softmax(model.output(y), dim=-1)  # (1, prefix, vocab)
+    w_self, w_cross = kept
+    self_avg = w_self[0].mean(0).numpy()  # (prefix, prefix), the heads' average
+    last = tgt_tokens[-1]
+    row = ", ".join(f"{a:.2f}" for a in self_avg[-1])
+    stages.append(
+        WalkStage(
+            f"decoder layer {layer + 1}: masked self-attention",
+            tuple(w_self.shape),
+            self_avg,
+            tgt_tokens,
+            tgt_tokens,
+            f"weights averaged over the {w_self.size(1)} heads; row {last}: [{row}]; above the diagonal 0 (causal)",
+            f"decoder layer {layer + 1}, masked self-attention: {prefix} × {prefix} weights (the heads' average), "
+            f"0 above the diagonal; row {last} = [{row}]",
+        )
+    )
+    cross = w_cross[0, :, -1].numpy()  # (heads, seq_s): the last query's weights
+    peaks = [src_tokens[j] for j in cross.argmax(-1)]
+    stages.append(
+        WalkStage(
+            f"decoder layer {layer + 1}: cross-attention over the memory",
+            tuple(w_cross.shape),
+            cross,
+            [f"head {h + 1}" for h in range(cross.shape[0])],
+            src_tokens,
+            f"query {last}: each head's weights over the {len(src_tokens)} source tokens; "
+            f"largest on {', '.join(peaks)}",
+            f"decoder layer {layer + 1}, cross-attention: the {cross.shape[0]} heads' weights from {last} over the "
+            f"{len(src_tokens)} source tokens, largest on {', '.join(peaks)}",
+        )
+    )
+    stages.append(_vectors("decoder output (final LayerNorm)", y, tgt_tokens, "one vector per target position"))
+    p, ids = probs[0, -1].topk(top_k)
+    top = [tok.id_to_token(i) for i in ids.tolist()]
+    listed = ", ".join(f"{t} {v:.2f}" for t, v in zip(top, p.tolist()))
+    stages.append(
+        WalkStage(
+            f"output softmax after {last}",
+            tuple(probs.shape),
+            p.numpy(),
+            top,
+            None,
+            f"the next token after {' '.join(tgt_tokens)}: {listed}",
+            f"output softmax: the next token after {' '.join(tgt_tokens)}, {top_k} most likely of "
+            f"{probs.size(-1)}: {listed}",
+        )
+    )
+    return stages
+
+
+#: The alt text of the walk's slider frames (``{value}`` is the frame's label: its number and caption).
+WALK_ALT = (
+    "The one-sentence walk through the shipped model, stage {value}. Drawn as a heat strip (rows: tokens or heads; "
+    "columns: features or source tokens; colour: the value) or, for the softmax, as bars of probability."
+)
+
+
+def walk_figure(stages: Sequence[WalkStage], index: int) -> Figure:
+    """One frame of the walk: stage ``index`` as a heat strip (or bars, for the softmax), its shape and numbers.
+
+    Args:
+        stages: the walk, from :func:`sentence_walk`.
+        index: which stage to draw.
+
+    Returns:
+        A figure titled ``"<index + 1>/<n> <name>: shape <shape>"``, the stage's note under it.
+    """
+    s = stages[index]
+    fig = Figure(figsize=(8.5, 3.0), layout="constrained")
+    ax = fig.subplots()
+    if s.values.ndim == 1:  # the softmax: bars of probability
+        bars = ax.bar(range(len(s.rows)), s.values, color="#440154")
+        ax.bar_label(bars, labels=[f"{v:.2f}" for v in s.values], fontsize=10)
+        ax.set_xticks(range(len(s.rows)), s.rows, fontsize=10)
+        ax.set_ylim(0, 1)
+        ax.set_ylabel("probability")
+    else:
+        weights = s.columns is not None  # attention weights: sequential colours, 0 to 1
+        vmax = float(np.abs(s.values).max())
+        im = ax.imshow(
+            s.values,
+            cmap="viridis" if weights else "RdBu_r",
+            vmin=0 if weights else -vmax,
+            vmax=1 if weights else vmax,
+            aspect="auto",
+            interpolation="nearest",
+        )
+        ax.set_yticks(range(len(s.rows)), s.rows, fontsize=10)
+        if weights:
+            ax.set_xticks(range(len(s.columns)), s.columns, fontsize=10)
+        else:
+            ax.set_xlabel("feature (0 … d_model − 1)")
+        fig.colorbar(im, ax=ax, fraction=0.04, pad=0.01)
+    ax.set_title(f"{index + 1}/{len(stages)}  {s.name}: shape {s.shape}", fontsize=11)
+    fig.text(0.01, -0.02, s.note, fontsize=9, ha="left", va="top", wrap=True)
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# Break it: a tiny model trained with and without the causal mask (exercise tr-break-causal)
+# --------------------------------------------------------------------------------------------
+
+COPY_VOCAB, COPY_LENGTH, COPY_NOISE = 16, 8, 0.3  # ids 4..15: 12 ordinary tokens; 8 per sentence; 30 % noise
+
+
+def copy_batch(n: int, gen: torch.Generator, noise: float = COPY_NOISE) -> tuple[Tensor, Tensor, Tensor]:
+    """``n`` pairs of the copy task: the target copies the source, each token replaced at random with prob. ``noise``.
+
+    Args:
+        n: pairs in the batch.
+        gen: the random generator (draws the sources, then the noise).
+        noise: the probability that a target token is a random token instead of the source's.
+
+    Returns:
+        ``(src, tgt_in, tgt_out)``, each ``(n, COPY_LENGTH)``: ``tgt_in`` is ``<s>`` then ``tgt_out`` shifted right.
+    """
+    src = torch.randint(4, COPY_VOCAB, (n, COPY_LENGTH), generator=gen)
+    swap = torch.rand(n, COPY_LENGTH, generator=gen) < noise
+    tgt = torch.where(swap, torch.randint(4, COPY_VOCAB, (n, COPY_LENGTH), generator=gen), src)
+    return src, torch.cat([torch.full((n, 1), BOS_ID), tgt[:, :-1]], dim=1), tgt
+
+
+def copy_task_run(forward: Callable | None = None, steps: int = 200, seed: int = 0) -> dict[str, float]:
+    """Train ``TransformerConfig.tiny`` on the noisy copy task with ``forward``; its training loss and greedy accuracy.
+
+    Args:
+        forward: ``forward(model, src, tgt_in) -> logits (batch, seq_t, vocab)``; None = the model's own
+            (``Transformer.forward``, with the causal mask).
+        steps: Adam steps (learning rate 3e-3) on batches of 64 fresh noisy pairs.
+        seed: seeds the weights and the batches.
+
+    Returns:
+        ``{"loss": the mean training loss of the last 10 steps (nats per token), "greedy": the fraction of target
+        tokens that greedy decoding with the same forward gets right on 256 noise-free test pairs}``.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a tiny model: a second thread gains nothing, and on a busy CPU it costs minutes
+    try:
+        return _copy_task_run(forward, steps, seed)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _copy_task_run(forward: Callable | None, steps: int, seed: int) -> dict[str, float]:
+    """The body of :func:`copy_task_run` (on whatever threads torch has)."""
+    forward = forward or (lambda model, src, tgt_in: model(src, tgt_in))
+    torch.manual_seed(seed)
+    model = Transformer(TransformerConfig.tiny(COPY_VOCAB))
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    gen = torch.Generator().manual_seed(seed)
+    losses = []
+    for _ in range(steps):
+        src, tgt_in, tgt_out = copy_batch(64, gen)
+        loss = nn.functional.cross_entropy(forward(model, src, tgt_in).flatten(0, 1), tgt_out.flatten())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    model.eval()
+    src, _, tgt_out = copy_batch(256, torch.Generator().manual_seed(seed + 1), noise=0.0)
+    with torch.no_grad():
+        ys = torch.full((256, 1), BOS_ID)
+        for _ in range(COPY_LENGTH):  # greedy: feed back the model's own best token
+            ys = torch.cat([ys, forward(model, src, ys)[:, -1].argmax(-1, keepdim=True)], dim=1)
+    return {"loss": float(np.mean(losses[-10:])), "greedy": (ys[:, 1:] == tgt_out).float().mean().item()}

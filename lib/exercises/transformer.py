@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -10,9 +11,10 @@ import torch
 import torch.nn.functional as F
 
 from ..attention import causal_mask
+from ..special_tokens import BOS_ID, EOS_ID, PAD_ID
 from ..training import noam_lr
 from ..transformer import Transformer, TransformerConfig
-from .core import as_array, as_number, call_answer, diagnose, exercise, fmt, require_callable
+from .core import as_array, as_number, call_answer, checker_setup, diagnose, exercise, fmt, require_callable
 
 # This module only registers checkers (with @exercise, on import): it has no public names.
 __all__: list[str] = []
@@ -234,3 +236,218 @@ def _check_causal_mask(answer: Any) -> str | None:
             f"expected {expected[0].astype(int).tolist()} and {expected[-1].astype(int).tolist()}.{hint}"
         )
     return "Row t is True for columns 0..t: token t sees itself and the past, never the future."
+
+
+# --- break it: the causal mask ----------------------------------------------------------------
+# The experiment of lib.book.transformer.copy_task_run, written again here: lib.exercises may not import lib.book
+# (the import contracts), and the checker recomputes the reference itself. tests/exercises checks that both agree.
+
+_COPY_VOCAB, _COPY_LENGTH, _COPY_NOISE = 16, 8, 0.3
+
+
+def _copy_batch(n: int, gen: torch.Generator, noise: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Pairs of the noisy copy task: (src, tgt_in, tgt_out), each (n, 8)."""
+    src = torch.randint(4, _COPY_VOCAB, (n, _COPY_LENGTH), generator=gen)
+    swap = torch.rand(n, _COPY_LENGTH, generator=gen) < noise
+    tgt = torch.where(swap, torch.randint(4, _COPY_VOCAB, (n, _COPY_LENGTH), generator=gen), src)
+    return src, torch.cat([torch.full((n, 1), BOS_ID), tgt[:, :-1]], dim=1), tgt
+
+
+def _no_mask_forward(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+    """Transformer.forward with the decoder's causal mask removed (self_mask=None)."""
+    memory, src_mask = model.encode(src)
+    return model.output(model.decoder(model.embed(tgt_in, model.tgt_embed), memory, None, src_mask)[0])
+
+
+def _copy_run(masked: bool, steps: int = 200, seed: int = 0) -> dict[str, float]:
+    """Train tiny on the noisy copy task, with or without the causal mask: {"loss", "greedy"} (one torch thread,
+    as the chapter's ``copy_task_run``: the same numbers, and no threads waiting for each other on a busy CPU)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _copy_run_one_thread(masked, steps, seed)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _copy_run_one_thread(masked: bool, steps: int, seed: int) -> dict[str, float]:
+    """The body of :func:`_copy_run`."""
+    forward = (lambda m, s, t: m(s, t)) if masked else _no_mask_forward
+    torch.manual_seed(seed)
+    model = Transformer(TransformerConfig.tiny(_COPY_VOCAB))
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    gen = torch.Generator().manual_seed(seed)
+    losses = []
+    for _ in range(steps):
+        src, tgt_in, tgt_out = _copy_batch(64, gen, _COPY_NOISE)
+        loss = F.cross_entropy(forward(model, src, tgt_in).flatten(0, 1), tgt_out.flatten())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    model.eval()
+    src, _, tgt_out = _copy_batch(256, torch.Generator().manual_seed(seed + 1), 0.0)
+    with torch.no_grad():
+        ys = torch.full((256, 1), BOS_ID)
+        for _ in range(_COPY_LENGTH):
+            ys = torch.cat([ys, forward(model, src, ys)[:, -1].argmax(-1, keepdim=True)], dim=1)
+    return {"loss": float(np.mean(losses[-10:])), "greedy": (ys[:, 1:] == tgt_out).float().mean().item()}
+
+
+@functools.lru_cache(maxsize=1)
+def _copy_reference() -> dict[str, dict[str, float]]:
+    """The two reference runs (about 3 s on two cores), computed once per session."""
+    return {"masked": _copy_run(True), "unmasked": _copy_run(False)}
+
+
+def _run_numbers(answer: Any, key: str) -> dict[str, float]:
+    """The reader's ``answer[key]`` as {"loss": float, "greedy": float}."""
+    if not isinstance(answer, dict) or set(answer) != {"masked", "unmasked"}:
+        got = sorted(answer) if isinstance(answer, dict) else type(answer).__name__
+        raise AssertionError(
+            f'expected a dict {{"masked": copy_task_run(), "unmasked": copy_task_run(forward_no_mask)}}, got {got}'
+        )
+    run = answer[key]
+    if not isinstance(run, dict) or not {"loss", "greedy"} <= set(run):
+        raise AssertionError(f'answer["{key}"] should be the dict copy_task_run returns, with "loss" and "greedy"')
+    return {k: as_number(run[k], f'answer["{key}"]["{k}"]') for k in ("loss", "greedy")}
+
+
+def _same_run(a: dict[str, float], b: dict[str, float]) -> bool:
+    """Two runs agree: the loss within 10 % (and 0.05), the greedy accuracy within 0.05 (other threads, other sums)."""
+    return abs(a["loss"] - b["loss"]) <= max(0.05, 0.1 * b["loss"]) and abs(a["greedy"] - b["greedy"]) <= 0.05
+
+
+@exercise(
+    "tr_break_causal",
+    chapter=_CHAPTER,
+    summary='break it: {"masked": ..., "unmasked": ...}, the training loss and greedy accuracy of the copy task '
+    "with and without the causal mask",
+)
+def _check_break_causal(answer: Any) -> str | None:
+    """The reader's two runs must match the checker's own: without the mask, lower loss and near-chance decoding."""
+    masked, unmasked = _run_numbers(answer, "masked"), _run_numbers(answer, "unmasked")
+    with checker_setup("training the two reference models of the copy task", "torch must be installed"):
+        ref = _copy_reference()
+    shown = {k: f"loss {v['loss']:.2f}, greedy {v['greedy']:.2f}" for k, v in ref.items()}
+    if _same_run(masked, ref["unmasked"]) and _same_run(unmasked, ref["masked"]):
+        raise AssertionError(
+            "you swapped the two runs: the model trained without the mask is the one with the lower loss "
+            f"({shown['unmasked']}); the masked one has {shown['masked']}"
+        )
+    if _same_run(unmasked, ref["masked"]):
+        raise AssertionError(
+            f"your run without the mask gives {unmasked['loss']:.2f} and {unmasked['greedy']:.2f}, the numbers of "
+            "the masked model: the mask is still there. model(src, tgt_in) and model.decode build the causal mask "
+            "themselves; call model.decoder(x, memory, None, src_mask) yourself, with self_mask=None"
+        )
+    if not _same_run(masked, ref["masked"]):
+        raise AssertionError(
+            f"your masked run gives loss {masked['loss']:.2f}, greedy {masked['greedy']:.2f}; the reference gives "
+            f"{shown['masked']}. Run copy_task_run() with its defaults (200 steps, seed 0) and the model's own forward"
+        )
+    if not _same_run(unmasked, ref["unmasked"]):
+        low = unmasked["loss"] < masked["loss"]
+        why = (
+            "the loss fell, but not as the reference's did: did you remove the mask from the decoder's "
+            "self-attention only, and keep the source padding mask and the √d_model scale (model.embed)?"
+            if low
+            else "your loss did not fall below the masked model's: the mask may still be there, or another piece "
+            "changed too; remove only the decoder's causal mask (self_mask=None)"
+        )
+        raise AssertionError(
+            f"your run without the mask gives loss {unmasked['loss']:.2f}, greedy {unmasked['greedy']:.2f}; the "
+            f"reference gives {shown['unmasked']}: {why}"
+        )
+    return (
+        f"Without the mask the training loss fell to {ref['unmasked']['loss']:.2f} (masked: "
+        f"{ref['masked']['loss']:.2f}, held up by noise no model can predict), yet greedy decoding got "
+        f"{ref['unmasked']['greedy']:.0%} of the tokens right (masked: {ref['masked']['greedy']:.0%}; chance: 8 %): "
+        "in training the model read the next token from its own input."
+    )
+
+
+# --- break it: the √d_model scale -------------------------------------------------------------
+
+# §1's test pair (Multi30k test_2016_flickr, pair 14), written out so the checker needs no data set.
+_WALK_PAIR = ("Drei Leute sitzen in einer Höhle.", "Three people sit in a cave.")
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped():
+    """The shipped run (model in eval mode and tokenizer), loaded once."""
+    from ..checkpoint import SHIPPED_MODEL, load_run
+
+    return load_run(SHIPPED_MODEL)
+
+
+@functools.lru_cache(maxsize=1)
+def _scale_reference() -> dict[str, float]:
+    """§1's pair through the shipped model with and without √d_model: the PE/token length ratios and the losses."""
+    from ..data import collate, encode_pairs
+
+    run = _shipped()
+    model = run.model
+    batch = collate(encode_pairs([_WALK_PAIR], run.tokenizer), PAD_ID, BOS_ID, EOS_ID)
+    src, tgt_in, tgt_out = batch.src, batch.tgt_in, batch.tgt_out
+    root_d = math.sqrt(model.config.d_model)
+
+    def loss(src_scale: float, tgt_scale: float) -> float:
+        mask = model.source_mask(src)
+        memory = model.encoder(model.positional(model.src_embed(src) * src_scale), mask)[0]
+        y = model.positional(model.tgt_embed(tgt_in) * tgt_scale)
+        logits = model.output(model.decoder(y, memory, causal_mask(tgt_in.size(1)), mask)[0])
+        return F.cross_entropy(logits[0], tgt_out[0]).item()
+
+    with torch.no_grad():
+        token = model.src_embed(src)[0].norm(dim=-1)  # (seq_s,)
+        pe = model.positional(torch.zeros(1, src.size(1), model.config.d_model))[0].norm(dim=-1)
+        return {
+            "ratio": (pe / token).mean().item(),
+            "ratio_scaled": (pe / (token * root_d)).mean().item(),
+            "loss": loss(1.0, 1.0),
+            "loss_intact": loss(root_d, root_d),
+            "loss_src_only": loss(1.0, root_d),
+            "loss_tgt_only": loss(root_d, 1.0),
+            "tokens": tgt_out.size(1),
+        }
+
+
+@exercise(
+    "tr_break_scale",
+    chapter=_CHAPTER,
+    summary='break it: {"pe_to_token": ..., "loss": ...}, the shipped model without the √d_model embedding scale',
+)
+def _check_break_scale(answer: Any) -> str | None:
+    """``pe_to_token`` and ``loss`` must be the shipped model's, on §1's pair, with the √d_model scale removed."""
+    if not isinstance(answer, dict) or set(answer) != {"pe_to_token", "loss"}:
+        got = sorted(answer) if isinstance(answer, dict) else type(answer).__name__
+        raise AssertionError(f'expected a dict {{"pe_to_token": ..., "loss": ...}}, got {got}')
+    ratio = as_number(answer["pe_to_token"], 'answer["pe_to_token"]')
+    loss = as_number(answer["loss"], 'answer["loss"]')
+    with checker_setup("loading the shipped model (models/de-en)", "the book's models/de-en folder must be there"):
+        ref = _scale_reference()
+    if not math.isclose(ratio, ref["ratio"], rel_tol=0.02):
+        wrong = {
+            ref["ratio_scaled"]: "that is the ratio with the scale: divide by the length of the embedding row "
+            "itself, without × √d_model",
+            1 / ref["ratio"]: "you divided the token's length by the encoding's; measure ‖PE‖ / ‖embedding‖",
+        }
+        why = next((w for v, w in wrong.items() if math.isclose(ratio, v, rel_tol=0.02)), None)
+        hint = f" It looks like {why}." if why else " Hint: ‖PE_t‖ / ‖E[x_t]‖ for each source token t, then the mean."
+        raise AssertionError(f"your pe_to_token is {ratio:.3f}; expected {ref['ratio']:.3f}.{hint}")
+    if not math.isclose(loss, ref["loss"], abs_tol=0.02):
+        wrong = {
+            ref["loss_intact"]: "that is the intact model's loss: model(src, tgt_in) and model.embed multiply by "
+            "√d_model; build the embeddings yourself, without it",
+            ref["loss"] * ref["tokens"]: f"you summed over the {ref['tokens']} target tokens; give the mean per token",
+            ref["loss_src_only"]: "you dropped the scale in the encoder only; the decoder's embedding is scaled too",
+            ref["loss_tgt_only"]: "you dropped the scale in the decoder only; the encoder's embedding is scaled too",
+        }
+        why = next((w for v, w in wrong.items() if math.isclose(loss, v, abs_tol=0.02)), None)
+        hint = f" It looks like {why}." if why else " Hint: the mean cross-entropy over the target tokens, in nats."
+        raise AssertionError(f"your loss is {loss:.4f}; expected {ref['loss']:.4f}.{hint}")
+    return (
+        f"Without √d_model the encoding is {ref['ratio']:.1f} times longer than the token's embedding (with it, "
+        f"{ref['ratio_scaled']:.2f}), and the loss per token jumps from {ref['loss_intact']:.2f} to {ref['loss']:.2f}."
+    )

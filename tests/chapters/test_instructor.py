@@ -31,7 +31,7 @@ def test_every_lab_exercise_exists_in_the_chapter_named_and_fits_90_minutes():
     labs = _labs()
     assert len(labs) >= 3
     for title, rows in labs.items():
-        assert len(rows) >= 4, f"{title}: {rows}"
+        assert len(rows) >= 3, f"{title}: {rows}"  # three, where one is a 45-minute assembly
         for name, chapter, _ in rows:
             assert name in EXERCISES, f"{title}: no exercise {name!r}"
             assert EXERCISES[name].chapter == chapter, f"{title}: {name} is in {EXERCISES[name].chapter}, not {chapter}"

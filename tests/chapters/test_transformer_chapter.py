@@ -128,3 +128,37 @@ def test_each_deeper_dive_is_a_page_of_its_own_that_the_chapter_links(cells, nam
     assert any(c["cell_type"] == "code" and "remove-cell" in _tags(c) for c in dive), "no hidden checks"
     links = [c for c in cells if c["cell_type"] == "markdown" and f"<{name}>`" in _source(c)]
     assert links, f"the chapter does not link {name}"
+
+
+def _slider_data(cell):
+    """The figure-slider JSON (frames, labels, alts) of a cell's stored HTML output."""
+    for out in cell.get("outputs", []):
+        page = out.get("data", {}).get("text/html")
+        page = "".join(page) if isinstance(page, list) else page
+        if page and 'class="figure-slider"' in page:
+            return json.loads(page.split('class="figure-slider-data">')[1].split("</script>")[0].replace("<\\/", "</"))
+    raise AssertionError("no stored figure-slider output: re-execute the chapter")
+
+
+def test_the_walk_animated_follows_the_diagram_legend_with_a_slider_a_check_and_a_widget(cells):
+    # Issue 31: the one-sentence walk as a kernel-free slider and a live widget, right after the block diagram.
+    legend = next(i for i in range(_diagram(cells) + 1, len(cells)) if cells[i]["cell_type"] == "markdown")
+    assert _source(cells[legend + 1]).startswith("(tr-walk)=\n### "), "the walk's labelled section follows the legend"
+    slider, check, widget = cells[legend + 2 : legend + 5]
+    assert "sentence_walk(" in _source(slider) and "figure_slider(" in _source(slider)
+    assert "remove-cell" in _tags(check) and "Transformer.forward" in _source(check)
+    assert "interact_manual" in _source(widget) and "walk_figure(" in _source(widget)
+    first = _index(cells, lambda c: c["cell_type"] == "markdown" and _source(c).startswith("## 1. "), "§1")
+    assert legend + 4 < first
+    data = _slider_data(slider)
+    stages = ["embedding", "positional encoding", "encoder layer 1", "memory", "masked self-attention"]
+    stages += ["cross-attention", "softmax"]
+    for stage in stages:
+        assert any(stage in label for label in data["labels"]), f"no frame of the stage {stage!r}"
+    assert len(set(data["alts"])) == len(data["frames"]) == 11, "each frame has its own alt text"
+    assert all(len(alt.split()) >= 20 for alt in data["alts"]), "alt text a screen reader can use"
+
+
+def test_the_intro_links_the_walk():
+    intro = (ROOT / "chapters" / "intro.md").read_text(encoding="utf-8")
+    assert re.search(r"\{ref\}`[^`]*<tr-walk>`", intro), "the intro links the walk's section (label tr-walk)"

@@ -5,6 +5,8 @@ readers make (unbiased variance, normalising over the batch, a tied matrix count
 causal mask, ...), and each must give ❌ with a message naming the mistake, never a traceback.
 """
 
+import copy
+import functools
 import math
 
 import numpy as np
@@ -13,6 +15,7 @@ import torch.nn.functional as F
 
 from lib.attention import causal_mask
 from lib.exercises import check, list_exercises
+from lib.exercises.transformer import _copy_reference, _scale_reference
 from lib.training import TrainConfig, noam_lr
 from lib.transformer import Transformer, TransformerConfig
 
@@ -57,6 +60,69 @@ def embedding_params_correct(vocab_size, d_model, shared):
 
 def noam_peak_correct(d_model, warmup):
     return noam_lr(warmup, d_model, warmup)
+
+
+class _Later(dict):
+    """A dict filled on first use: the break-it answers need trained or loaded models; collecting CASES stays cheap."""
+
+    def __init__(self, make):
+        super().__init__()
+        self._make = make
+
+    def _fill(self):
+        if not super().__len__():
+            self.update(self._make())
+
+    def __iter__(self):
+        self._fill()
+        return super().__iter__()
+
+    def __len__(self):
+        self._fill()
+        return super().__len__()
+
+    def __getitem__(self, key):
+        self._fill()
+        return super().__getitem__(key)
+
+
+def _runs(masked, unmasked):
+    """A tr_break_causal answer built from the reference runs: ``masked(ref)`` and ``unmasked(ref)`` pick each run."""
+    return _Later(lambda: {"masked": masked(_copy_reference()), "unmasked": unmasked(_copy_reference())})
+
+
+def _scaled(loss, factor=1.0):
+    return lambda ref: {"loss": ref[loss]["loss"] * factor, "greedy": ref[loss]["greedy"]}
+
+
+@functools.lru_cache(maxsize=1)
+def _no_scale_measured():
+    """§1's pair through the shipped model, its embed patched to leave out √d_model (not the checker's way)."""
+    from lib.checkpoint import SHIPPED_MODEL, load_run
+    from lib.data import collate, encode_pairs
+    from lib.positional import sinusoidal_positional_encoding
+    from lib.special_tokens import BOS_ID, EOS_ID, PAD_ID
+
+    run = load_run(SHIPPED_MODEL)
+    model = copy.deepcopy(run.model)  # the patch below must not reach a cached model
+    pair = ("Drei Leute sitzen in einer Höhle.", "Three people sit in a cave.")
+    batch = collate(encode_pairs([pair], run.tokenizer), PAD_ID, BOS_ID, EOS_ID)
+    model.embed = lambda tokens, table, offset=0: model.positional(table(tokens), offset)  # the scale removed
+    with torch.no_grad():
+        loss = F.cross_entropy(model(batch.src, batch.tgt_in)[0], batch.tgt_out[0]).item()
+        pe = sinusoidal_positional_encoding(batch.src.size(1), model.config.d_model).norm(dim=-1)
+        ratio = (pe / model.src_embed(batch.src)[0].norm(dim=-1)).mean().item()
+    return {"pe_to_token": ratio, "loss": loss}
+
+
+def _scale_answer(ratio=None, loss=None):
+    """A tr_break_scale answer: the measured values, or a key of the checker's reference for either."""
+    return _Later(
+        lambda: {
+            "pe_to_token": _scale_reference()[ratio] if ratio else _no_scale_measured()["pe_to_token"],
+            "loss": loss(_scale_reference()) if loss else _no_scale_measured()["loss"],
+        }
+    )
 
 
 # name -> (correct answer, [(wrong answer, words the ❌ message must contain), ...])
@@ -104,6 +170,33 @@ CASES = {
             (lambda n: causal_mask(n).int() * 2, "values other than True/False"),
         ],
     ),
+    "tr_break_causal": (
+        _runs(lambda r: r["masked"], lambda r: r["unmasked"]),
+        [
+            (_runs(lambda r: r["unmasked"], lambda r: r["masked"]), "swapped the two runs"),
+            (_runs(lambda r: r["masked"], lambda r: r["masked"]), "the mask is still there"),
+            (_runs(lambda r: {"loss": 0.5, "greedy": 0.95}, lambda r: r["unmasked"]), "with its defaults"),
+            (_runs(lambda r: r["masked"], _scaled("unmasked", 0.5)), "not as the reference's did"),
+            (_runs(lambda r: r["masked"], lambda r: {"loss": 3.0, "greedy": 0.1}), "did not fall below"),
+            (_runs(lambda r: r["masked"], lambda r: {"loss": 0.2}), 'with "loss" and "greedy"'),
+            ({"masked": 1.0}, "expected a dict"),
+            (0.2, "expected a dict"),
+        ],
+    ),
+    "tr_break_scale": (
+        _scale_answer(),
+        [
+            (_scale_answer(ratio="ratio_scaled"), "ratio with the scale"),
+            (_Later(lambda: {"pe_to_token": 1 / _scale_reference()["ratio"], "loss": 7.0}), "divided the token's"),
+            (_scale_answer(loss=lambda r: r["loss_intact"]), "intact model's loss"),
+            (_scale_answer(loss=lambda r: r["loss"] * r["tokens"]), "summed over the 9"),
+            (_scale_answer(loss=lambda r: r["loss_src_only"]), "encoder only"),
+            (_scale_answer(loss=lambda r: r["loss_tgt_only"]), "decoder only"),
+            (_scale_answer(loss=lambda r: 3.0), "Hint"),
+            ({"pe_to_token": 6.5}, "expected a dict"),
+            ([6.5, 7.9], "expected a dict"),
+        ],
+    ),
 }
 
 
@@ -113,7 +206,14 @@ CASES = {
 
 def test_registry_lists_the_chapter_exercises():
     names = [ex.name for ex in list_exercises("transformer")]
-    assert names == ["layer_norm_last_axis", "tied_embedding_params", "noam_peak", "decoder_causal_mask"]
+    assert names == [
+        "layer_norm_last_axis",
+        "tied_embedding_params",
+        "noam_peak",
+        "decoder_causal_mask",
+        "tr_break_causal",
+        "tr_break_scale",
+    ]
 
 
 def test_answers_in_other_forms_are_accepted(capsys):
@@ -132,3 +232,28 @@ def test_seed_numbers_behind_the_checkers():
     assert torch.allclose(
         layer_norm_correct(torch.tensor([1.0, 3.0, 3.0, 5.0])), torch.tensor([-1.41421, 0.0, 0.0, 1.41421]), atol=1e-4
     )
+
+
+def test_the_chapters_copy_task_is_the_checkers_reference():
+    # The reader runs lib.book.transformer.copy_task_run; the checker its own copy (lib.exercises may not import
+    # lib.book): both must give the same numbers, masked and unmasked.
+    from lib.book.transformer import copy_task_run
+
+    def no_mask(model, src, tgt_in):
+        memory, src_mask = model.encode(src)
+        return model.output(model.decoder(model.embed(tgt_in, model.tgt_embed), memory, None, src_mask)[0])
+
+    ref = _copy_reference()
+    for got, want in [(copy_task_run(), ref["masked"]), (copy_task_run(no_mask), ref["unmasked"])]:
+        assert math.isclose(got["loss"], want["loss"], rel_tol=1e-4) and math.isclose(got["greedy"], want["greedy"])
+
+
+def test_break_it_references_show_what_breaks():
+    runs = _copy_reference()
+    masked, unmasked = runs["masked"], runs["unmasked"]
+    assert unmasked["loss"] < 0.5 * masked["loss"]  # the unmasked model reads the next token
+    assert masked["greedy"] > 0.6 and unmasked["greedy"] < 0.3  # ... and cannot decode (chance: 1/12)
+    ref = _scale_reference()
+    assert ref["ratio"] > 5 and ref["ratio_scaled"] < 1  # the encoding swamps the unscaled token
+    assert ref["loss"] > 10 * ref["loss_intact"] and abs(ref["loss_intact"] - 0.5430) < 1e-3  # §1's L / T
+    assert math.isclose(_no_scale_measured()["loss"], ref["loss"], abs_tol=1e-4)
