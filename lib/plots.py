@@ -47,6 +47,11 @@ __all__ = [
 
 # Cells up to this size get their value written in them when ``annotate=None``.
 _ANNOTATE_MAX = 8
+# Legibility (issue 31): no text under _MIN_PT, and new figures at most _MAX_WIDTH_IN wide, so that a notebook's PNG
+# (100 dpi) fits the page's 688-px column without being scaled down (see smallest_text_pt).
+_MIN_PT = 9.0
+_FONT = 10.0
+_MAX_WIDTH_IN = 6.6  # + the 0.1-in pads of a tight PNG: at most 680 px at 100 dpi
 # Preferred CJK fonts, best first; any other installed font whose name contains one of
 # ``_CJK_NAME_PARTS`` is used after these.
 _CJK_FONTS = (
@@ -254,6 +259,11 @@ def _tick_fontsize(size: int) -> float | None:
     return None
 
 
+def _width_in(text: str, size: float) -> float:
+    """A generous estimate of the printed width of one line of text, in inches (CJK characters count double)."""
+    return _display_width(text) * 0.6 * size / 72.0
+
+
 def _label_pad_in(labels: list[str] | None, fontsize: float) -> float:
     """Rough room (inches) that a column of labels needs, capped."""
     if not labels:
@@ -425,7 +435,9 @@ def plot_attention_grid(
         col_titles: one title per column; default ``"head 0"``, ``"head 1"``, ...
         title: figure title.
         cmap: colormap name.
-        panel_size: width and height of one panel in inches.
+        panel_size: the largest width of one panel in inches. Panels narrow so that the grid fits a page's column
+            (at most 6.6 in, every text at least 9 pt); a panel may be up to 1.5 times as tall as wide so that its
+            query labels fit, and where a label per token still does not fit, every k-th token is labelled.
         vmin, vmax: shared colour limits; ``vmax=None`` uses the largest weight in the grid.
         xlabel, ylabel: figure-level axis titles.
 
@@ -452,38 +464,85 @@ def plot_attention_grid(
         finite = w[np.isfinite(w)]
         vmax = float(finite.max()) if finite.size else 1.0
 
-    x_font = _tick_fontsize(seq_k) or 8.0
-    y_font = _tick_fontsize(seq_q) or 8.0
-    rotate = _should_rotate(xl, 0.85 * panel_size / seq_k, x_font)
-    width = cols * panel_size + _label_pad_in(yl, y_font) + 1.7
-    height = rows * panel_size + 0.6 + (_label_pad_in(xl, x_font) if rotate else 0.2)
-    height += 0.3 if title else 0.0
+    # Fit the page: the grid is at most _MAX_WIDTH_IN wide, so that it is not scaled down on a page, and every text
+    # is at least _MIN_PT. Panels narrow to fit; a panel may be taller than wide, so that its query labels fit; where
+    # the cells are still too small for one label each, every k-th token is labelled (fewer ticks, never smaller).
+    row_pad = max((_display_width(t) for t in rt), default=0) > 0
+    overhead = _label_pad_in(yl, _MIN_PT) + (0.35 if ylabel else 0.0) + (0.35 if row_pad else 0.0) + 0.75
+    # One row of many panels (e.g. 8 heads) wraps onto several rows of at most 4, each panel with its title.
+    per_row = cols if rows > 1 or cols <= 4 else int(np.ceil(cols / np.ceil(cols / 4)))
+    grid_rows, grid_cols = (rows, cols) if per_row == cols else (int(np.ceil(cols / per_row)), per_row)
+    panel_w = max(0.5, min(panel_size, (_MAX_WIDTH_IN - overhead) / grid_cols))
+    rotate = _should_rotate(xl, 0.9 * panel_w / seq_k, _MIN_PT)
+    line_in = 1.3 * _MIN_PT / 72.0  # the room one tick label needs across its axis
+    panel_h = panel_w
+    if yl is not None:
+        panel_h = min(max(panel_w, seq_q * line_in), 1.5 * panel_w, 2.6)
+    x_room = line_in if (rotate or xl is None) else max(_display_width(s) for s in xl) * 0.6 * _MIN_PT / 72.0 + 0.05
+    x_step = max(1, int(np.ceil(seq_k * x_room / (0.9 * panel_w)))) if xl is not None else 1
+    y_step = max(1, int(np.ceil(seq_q * line_in / (0.9 * panel_h)))) if yl is not None else 1
+    width = grid_cols * panel_w + overhead
+    title_h = 0.35 if any(ct) else 0.0
+    height = grid_rows * (panel_h + (title_h if per_row != cols else 0.0)) + 0.35 + (0.3 if xlabel else 0.0) + title_h
+    height += _label_pad_in(xl, _MIN_PT) if rotate else 0.3
+    height += 0.35 if title else 0.0
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=_GLYPH_WARNING, category=UserWarning)
         fig = Figure(figsize=(width, height), layout="constrained")
-        axes = fig.subplots(rows, cols, squeeze=False, sharex=True, sharey=True)
+        grid = fig.subplots(grid_rows, grid_cols, squeeze=False, sharex=True, sharey=True)
+        for extra in grid.flat[rows * cols :]:  # the empty end of a wrapped row
+            fig.delaxes(extra)
+        axes = grid.reshape(-1)[: rows * cols].reshape(rows, cols)
         im = None
         for r in range(rows):
             for c in range(cols):
                 ax = axes[r, c]
+                k = r * cols + c  # its place in the drawn grid
+                gr, gc = divmod(k, grid_cols)
                 im = ax.imshow(w[r, c], cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest")
-                _set_ticks(ax, "x", xl, seq_k, rotate=rotate, fontsize=x_font)
-                _set_ticks(ax, "y", yl, seq_q, fontsize=y_font)
-                ax.tick_params(labelbottom=(r == rows - 1), labelleft=(c == 0), labelsize=7)
-                if r == 0:
-                    ax.set_title(ct[c], fontsize=9)
-                if c == cols - 1:  # row titles in the right margin, like facet strips
+                _set_thinned_ticks(ax, "x", xl, seq_k, x_step, rotate=rotate, bins=max(2, int(panel_w / 0.35)))
+                _set_thinned_ticks(ax, "y", yl, seq_q, y_step, bins=max(2, int(panel_h / 0.3)))
+                last = k + grid_cols >= rows * cols  # no panel below it
+                ax.tick_params(labelbottom=last, labelleft=(gc == 0), labelsize=_MIN_PT)
+                if (r == 0 or per_row != cols) and ct[c]:
+                    ax.set_title(ct[c], fontsize=_FONT if _width_in(ct[c], _FONT) <= panel_w else _MIN_PT)
+                if (c == cols - 1 or (per_row != cols and gr == 0 and gc == grid_cols - 1)) and rt[r]:
                     ax.yaxis.set_label_position("right")
-                    ax.set_ylabel(rt[r], fontsize=9, rotation=270, labelpad=12)
+                    ax.set_ylabel(rt[r], fontsize=_FONT, rotation=270, labelpad=12)
         if xlabel:
-            fig.supxlabel(xlabel, fontsize=9)
+            fig.supxlabel(xlabel, fontsize=_FONT)
         if ylabel:
-            fig.supylabel(ylabel, fontsize=9)
+            fig.supylabel(ylabel, fontsize=_FONT)
         if title:
-            fig.suptitle(title)
-        fig.colorbar(im, ax=axes, shrink=min(1.0, 0.6 + 0.2 * rows), fraction=0.04, pad=0.02)
+            fig.suptitle(title, fontsize=_FONT + 1)
+        drawn = [ax for ax in grid.flat if ax.figure is fig and ax in fig.axes]
+        bar = fig.colorbar(im, ax=drawn, shrink=min(1.0, 0.6 + 0.2 * grid_rows), fraction=0.04, pad=0.02)
+        bar.ax.tick_params(labelsize=_MIN_PT)
+        bar.ax.yaxis.set_major_locator(MaxNLocator(nbins=min(6, max(2, int(grid_rows * panel_h / 0.5)))))
     return fig
+
+
+def _set_thinned_ticks(
+    ax: Any, axis: str, labels: list[str] | None, size: int, step: int, rotate: bool = False, bins: int = 5
+) -> None:
+    """Label every ``step``-th position with its label (all of them when ``step`` is 1), at least _MIN_PT."""
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    if labels is None:
+        target.set_major_locator(MaxNLocator(nbins=bins, integer=True, steps=[1, 2, 5, 10]))
+        return
+    ticks = np.arange(0, size, step)
+    shown = [labels[i] for i in ticks]
+    if axis == "x":
+        ax.set_xticks(ticks)
+        texts = ax.set_xticklabels(shown, rotation=90 if rotate else 0)
+    else:
+        ax.set_yticks(ticks)
+        texts = ax.set_yticklabels(shown)
+    families = _label_families(labels)
+    if families is not None:
+        for text in texts:
+            text.set_fontfamily(families)
 
 
 def _beam_tree_depths(parents: list[int]) -> list[int]:
@@ -1024,3 +1083,79 @@ def _close_if_pyplot(fig: Any) -> None:
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is not None and getattr(fig, "number", None) is not None and plt.fignum_exists(fig.number):
         plt.close(fig)
+
+
+# --------------------------------------------------------------------------------------------
+# Legibility: how large a figure's text is where the reader sees it
+# --------------------------------------------------------------------------------------------
+
+#: The content column of a page of the website, in CSS pixels, on a desktop (an image wider than this is scaled down).
+PAGE_COLUMN_PX = 688
+#: The resolution at which a notebook shows a figure (matplotlib's default ``figure.dpi``, which the inline backend
+#: keeps), and so the width in pixels of the PNG the website shows.
+NOTEBOOK_DPI = 100
+
+
+def drawn_text_sizes(fig: Any, *, dpi: float = NOTEBOOK_DPI) -> tuple[list[tuple[float, str]], float]:
+    """Every piece of text a figure draws, with its font size, and the width of the PNG a notebook shows.
+
+    The figure is drawn once with a renderer that records each string it is asked to draw (titles, labels, tick
+    labels that fall inside the view, legend entries, annotations), so hidden or clipped-away text does not count.
+
+    Args:
+        fig: a matplotlib Figure.
+        dpi: the resolution of the PNG (a notebook's is :data:`NOTEBOOK_DPI`).
+
+    Returns:
+        ``(sizes, width_px)``: ``sizes`` is a list of ``(points, text)``, one per drawn string; ``width_px`` is the
+        width of the PNG saved with ``bbox_inches="tight"`` (as a notebook and :func:`figure_slider` save it).
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    if not hasattr(fig, "savefig"):
+        raise ValueError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    original_dpi = fig.dpi
+    fig.set_dpi(dpi)
+    try:
+        renderer = canvas.get_renderer()
+        drawn: list[tuple[float, str]] = []
+        draw_text = renderer.draw_text
+
+        def record(gc: Any, x: float, y: float, s: str, prop: Any, angle: float, *args: Any, **kw: Any) -> Any:
+            if s.strip():
+                drawn.append((float(prop.get_size_in_points()), s))
+            return draw_text(gc, x, y, s, prop, angle, *args, **kw)
+
+        renderer.draw_text = record
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=_GLYPH_WARNING, category=UserWarning)
+            fig.draw(renderer)
+            del renderer.draw_text
+            bbox = fig.get_tightbbox(renderer)
+        width_px = (bbox.width + 2 * float(rcParams["savefig.pad_inches"])) * dpi
+    finally:
+        fig.set_dpi(original_dpi)
+    return drawn, width_px
+
+
+def smallest_text_pt(fig: Any, *, dpi: float = NOTEBOOK_DPI, column_px: float = PAGE_COLUMN_PX) -> float:
+    """The smallest text of a figure, in points, as a reader sees it on a page ``column_px`` pixels wide.
+
+    A figure whose PNG (``width in inches × dpi`` pixels) is wider than the column is scaled down to fit it, and its
+    text with it: a 7 pt label of a 2,191-px figure is ``7 × 688 / 2191 ≈ 2.2`` pt on a 688-px page. A narrower
+    figure is shown at its own size. The book asks for at least 9 pt at the desktop column (688 px).
+
+    Args:
+        fig: a matplotlib Figure.
+        dpi: the resolution of the PNG the page shows (:data:`NOTEBOOK_DPI` for a notebook's output; a
+            :func:`figure_slider`'s frames use its ``dpi``).
+        column_px: the width of the page's column in pixels (:data:`PAGE_COLUMN_PX`; about 358 on a 390-px phone).
+
+    Returns:
+        ``min(font sizes) × min(1, column_px / png_width)``, in points; ``inf`` for a figure without text.
+    """
+    sizes, width_px = drawn_text_sizes(fig, dpi=dpi)
+    if not sizes:
+        return float("inf")
+    return min(size for size, _ in sizes) * min(1.0, column_px / width_px)
