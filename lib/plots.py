@@ -565,13 +565,20 @@ def plot_beam_tree(
     *,
     title: str | None = None,
     highlight: str = "C3",
+    prune: bool = True,
+    end: str = "</s>",
+    steps_per_row: int | None = None,
 ) -> Figure:
     """The hypothesis tree of one beam search: one node per kept hypothesis, the returned one highlighted.
 
     Nodes are placed by step (x, left to right) and drawn as their token with the summed log-probability of the
     hypothesis they end; each node is joined to the hypothesis it extends. Leaves are stacked top to bottom in
-    depth-first order and a parent sits at the mean height of its children, so branches that beam search pruned
-    end early.
+    depth-first order and a parent sits at the mean height of its children.
+
+    To stay legible on a page (text at least 9 pt, at most 6.6 in wide), the tree is pruned and wrapped: with
+    ``prune`` only the hypotheses that finished (leaves labelled ``end``) and the returned one are drawn, with the
+    branches beam search dropped from each node collapsed into a grey ``+N``; a tree of more steps than fit one
+    row continues in the row below, whose first column repeats the last column of the row above.
 
     Args:
         labels: one token string per node (node 0 is the root, e.g. ``"<s>"``).
@@ -581,14 +588,18 @@ def plot_beam_tree(
             no path.
         title: figure title.
         highlight: colour of the chosen path.
+        prune: draw only the paths to finished hypotheses (and ``best_path``), the other branches as ``+N``;
+            a tree without a leaf labelled ``end`` is drawn whole.
+        end: the label of the token that finishes a hypothesis.
+        steps_per_row: columns (steps) per row; None fits as many as the page's width holds.
 
     Returns:
-        The Figure, one axes: x = step, one text box per node, one line per edge.
+        The Figure, one axes per row of steps: x = step, one text box per drawn node, one line per drawn edge.
 
     Raises:
         ValueError: labels, parents and scores differ in length or are empty; parents that do not form a tree
             rooted at node 0 (as above); a best path that does not start at the root or whose nodes are not each
-            the previous one's child.
+            the previous one's child; ``steps_per_row`` under 2.
     """
     names = [str(label) for label in labels]
     parent_list = [int(p) for p in parents]
@@ -607,9 +618,13 @@ def plot_beam_tree(
         for a, b in itertools.pairwise(path):
             if parent_list[b] != a:
                 raise ValueError(f"best_path must follow parent → child edges, but node {b}'s parent is not {a}")
+    if steps_per_row is not None and (isinstance(steps_per_row, bool) or int(steps_per_row) < 2):
+        raise ValueError(f"steps_per_row must be an int of at least 2 (or None), got {steps_per_row!r}")
     children: list[list[int]] = [[] for _ in range(n)]
     for i, p in enumerate(parent_list[1:], start=1):
         children[p].append(i)
+    keep, dropped = _beam_tree_kept(names, parent_list, children, path, end if prune else None)
+    children = [[c for c in kids if c in keep] for kids in children]
     y = [0.0] * n
     leaves = 0
 
@@ -627,49 +642,94 @@ def plot_beam_tree(
     on_path = set(path)
     path_edges = set(itertools.pairwise(path))
     families = _label_families(names)
-    steps = max(depth)
+    steps = max(depth[i] for i in keep)
+    texts = {i: names[i] if i == 0 else f"{names[i]}\n{score_arr[i]:.2f}" for i in keep}
+    col_in = max(_width_in(line, _MIN_PT) for t in texts.values() for line in t.split("\n")) + 0.2
+    per_row = int(steps_per_row) if steps_per_row is not None else max(2, int((_MAX_WIDTH_IN - 0.3) // col_in))
+    if steps + 1 <= per_row:
+        bands = [(0, steps)]
+    else:  # rows of about equal length; each after the first repeats the last column of the row before
+        size = int(np.ceil(steps / np.ceil(steps / (per_row - 1))))
+        bands = [(lo, min(lo + size, steps)) for lo in range(0, steps, size)]
+    columns = max(hi - lo + 1 for lo, hi in bands)
+    spans = [
+        (min(y[i] for i in keep if lo <= depth[i] <= hi), max(y[i] for i in keep if lo <= depth[i] <= hi))
+        for lo, hi in bands
+    ]
+    row_in = 0.5
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=_GLYPH_WARNING, category=UserWarning)
-        height = 0.5 * leaves + 1.0 + (0.3 if title else 0.0)
-        fig = Figure(figsize=(1.4 * (steps + 1) + 0.8, height), layout="constrained")
-        ax = fig.add_subplot()
-        for i, p in enumerate(parent_list[1:], start=1):
-            best = (p, i) in path_edges
-            ax.plot(
-                [depth[p], depth[i]],
-                [y[p], y[i]],
-                color=highlight if best else "0.6",
-                lw=2.5 if best else 1.0,
-                zorder=1,
-            )
-        for i in range(n):
-            text = names[i] if i == 0 else f"{names[i]}\n{score_arr[i]:.2f}"
-            ax.text(
-                depth[i],
-                y[i],
-                text,
-                ha="center",
-                va="center",
-                fontsize=8,
-                family=families,
-                zorder=2,
-                bbox=dict(
-                    boxstyle="round,pad=0.25",
-                    facecolor="white",
-                    edgecolor=highlight if i in on_path else "0.6",
-                    lw=1.8 if i in on_path else 0.8,
-                ),
-            )
-        ax.set_xlim(-0.5, steps + 0.5)
-        ax.set_ylim(leaves - 0.5, -0.5)  # first leaf at the top
-        ax.set_xticks(range(steps + 1))
-        ax.set_xlabel("step t (token position)")
-        ax.set_yticks([])
-        for side in ("left", "right", "top"):
-            ax.spines[side].set_visible(False)
+        band_h = [row_in * (top - bottom + 1.2) + 0.35 for bottom, top in spans]
+        height = sum(band_h) + (0.35 if title else 0.0) + (0.3 if any(dropped) else 0.0)
+        fig = Figure(figsize=(col_in * columns + 0.3, height), layout="constrained")
+        axes = fig.subplots(len(bands), 1, squeeze=False, gridspec_kw={"height_ratios": band_h})[:, 0]
+        for ax, (lo, hi), (bottom, top) in zip(axes, bands, spans):
+            for i in sorted(keep):
+                p = parent_list[i]
+                if i == 0 or not (lo <= depth[p] and depth[i] <= hi):
+                    continue
+                best = (p, i) in path_edges
+                ax.plot(
+                    [depth[p], depth[i]],
+                    [y[p], y[i]],
+                    color=highlight if best else "0.6",
+                    lw=2.5 if best else 1.0,
+                    zorder=1,
+                )
+            for i in sorted(keep):
+                if not lo <= depth[i] <= hi:
+                    continue
+                ax.text(
+                    depth[i],
+                    y[i],
+                    texts[i],
+                    ha="center",
+                    va="center",
+                    fontsize=_MIN_PT,
+                    family=families,
+                    zorder=2,
+                    bbox=dict(
+                        boxstyle="round,pad=0.25",
+                        facecolor="white",
+                        edgecolor=highlight if i in on_path else "0.6",
+                        lw=1.8 if i in on_path else 0.8,
+                    ),
+                )
+                if dropped[i] and (depth[i] < hi or hi == steps):
+                    ax.plot([depth[i], depth[i] + 0.5], [y[i], y[i] + 0.5], color="0.6", lw=0.8, ls=":", zorder=0)
+                    ax.text(depth[i] + 0.5, y[i] + 0.5, f"+{dropped[i]}", ha="center", va="center",
+                            fontsize=_MIN_PT, color="0.35", zorder=2)
+            ax.set_xlim(lo - 0.5, lo + columns - 0.5)
+            ax.set_ylim(top + 0.6, bottom - 0.6)  # first leaf at the top
+            ax.set_xticks(range(lo, hi + 1))
+            ax.tick_params(labelsize=_MIN_PT)
+            ax.set_yticks([])
+            for side in ("left", "right", "top"):
+                ax.spines[side].set_visible(False)
+        note = "; +N: hypotheses dropped from the beam there" if any(dropped) else ""
+        axes[-1].set_xlabel(f"step t (token position){note}", fontsize=_FONT)
         if title:
-            ax.set_title(title)
+            axes[0].set_title(title, fontsize=_FONT + 1)
     return fig
+
+
+def _beam_tree_kept(
+    names: list[str], parents: list[int], children: list[list[int]], path: list[int], end: str | None
+) -> tuple[set[int], list[int]]:
+    """The nodes drawn (all, or the paths to leaves labelled ``end`` and ``path``) and, per node, its dropped children."""
+    n = len(names)
+    finished = [i for i in range(n) if not children[i] and names[i] == end] if end is not None else []
+    if not finished:
+        return set(range(n)), [0] * n
+    keep: set[int] = set(path)
+    for leaf in finished:
+        i = leaf
+        while i != -1 and i not in keep:
+            keep.add(i)
+            i = parents[i]
+    keep.add(0)
+    dropped = [sum(1 for c in children[i] if c not in keep) if i in keep else 0 for i in range(n)]
+    return keep, dropped
 
 
 def plot_positional_encoding(
