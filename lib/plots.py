@@ -697,8 +697,16 @@ def plot_beam_tree(
                 )
                 if dropped[i] and (depth[i] < hi or hi == steps):
                     ax.plot([depth[i], depth[i] + 0.5], [y[i], y[i] + 0.5], color="0.6", lw=0.8, ls=":", zorder=0)
-                    ax.text(depth[i] + 0.5, y[i] + 0.5, f"+{dropped[i]}", ha="center", va="center",
-                            fontsize=_MIN_PT, color="0.35", zorder=2)
+                    ax.text(
+                        depth[i] + 0.5,
+                        y[i] + 0.5,
+                        f"+{dropped[i]}",
+                        ha="center",
+                        va="center",
+                        fontsize=_MIN_PT,
+                        color="0.35",
+                        zorder=2,
+                    )
             ax.set_xlim(lo - 0.5, lo + columns - 0.5)
             ax.set_ylim(top + 0.6, bottom - 0.6)  # first leaf at the top
             ax.set_xticks(range(lo, hi + 1))
