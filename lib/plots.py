@@ -19,6 +19,7 @@ import html
 import io
 import itertools
 import json
+import textwrap
 import unicodedata
 import warnings
 from collections.abc import Mapping, Sequence
@@ -43,6 +44,11 @@ __all__ = [
     "plot_distributions",
     "FigureSlider",
     "figure_slider",
+    "describe_figure",
+    "drawn_text_sizes",
+    "smallest_text_pt",
+    "PAGE_COLUMN_PX",
+    "NOTEBOOK_DPI",
 ]
 
 # Cells up to this size get their value written in them when ``annotate=None``.
@@ -724,7 +730,7 @@ def plot_beam_tree(
 def _beam_tree_kept(
     names: list[str], parents: list[int], children: list[list[int]], path: list[int], end: str | None
 ) -> tuple[set[int], list[int]]:
-    """The nodes drawn (all, or the paths to leaves labelled ``end`` and ``path``) and, per node, its dropped children."""
+    """The nodes drawn (all, or the paths to leaves labelled ``end`` and ``path``); per node, its dropped children."""
     n = len(names)
     finished = [i for i in range(n) if not children[i] and names[i] == end] if end is not None else []
     if not finished:
@@ -792,11 +798,12 @@ def plot_curves(
 
     Args:
         curves: mapping ``name -> (xs, ys)``, each a 1-D array, list or tensor of equal length;
-            the name goes into the legend. Curves with at most 20 points get markers.
+            the name goes into the legend, right of the axes (where it hides no curve; names wrapped at 28
+            characters). Curves with at most 20 points get markers.
         xlabel, ylabel: axis titles.
         title: axes title.
         logy: logarithmic y axis (all ys must then be positive).
-        figsize: ``(width, height)`` in inches; default ``(5, 3.2)``.
+        figsize: ``(width, height)`` in inches; default 3.2 in tall and as wide as the legend needs, at most 6.6.
 
     Returns:
         The Figure; ``fig.axes[0].lines[i]`` is the i-th curve in the mapping's order.
@@ -822,7 +829,11 @@ def plot_curves(
             raise ValueError(f"logy=True needs positive ys, but curves[{name!r}] has ys <= 0")
         data.append((str(name), xs, ys))
 
-    fig = Figure(figsize=figsize or (5.0, 3.2), layout="constrained")
+    # The legend sits right of the axes, where it hides no curve; long names wrap, and the figure widens for it
+    # (at most 6.6 in, so that a page shows it at full size).
+    wrapped = ["\n".join(textwrap.wrap(name, 28)) or name for name, _, _ in data]
+    legend_in = max(_width_in(line, _FONT) for w in wrapped for line in w.split("\n")) + 0.45
+    fig = Figure(figsize=figsize or (min(_MAX_WIDTH_IN, 4.6 + legend_in), 3.2), layout="constrained")
     ax = fig.add_subplot()
     for name, xs, ys in data:
         ax.plot(xs, ys, label=name, marker="o" if xs.size <= 20 else None, markersize=4)
@@ -833,7 +844,7 @@ def plot_curves(
     if title:
         ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(frameon=False)
+    ax.legend(ax.lines, wrapped, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return fig
 
 
@@ -1022,6 +1033,7 @@ class FigureSlider:
         index: the frame shown first (``0 <= index < n``).
         alt: the images' alternative text; ``{value}`` is replaced by the frame's label.
         uid: the HTML id of the slider's container (unique within one page).
+        alts: one alternative text per frame (a description of that figure); empty: ``alt`` for every frame.
     """
 
     name: str
@@ -1030,15 +1042,25 @@ class FigureSlider:
     index: int
     alt: str
     uid: str
+    alts: tuple[str, ...] = ()
+
+    def frame_alts(self) -> list[str]:
+        """The alternative text of every frame.
+
+        Returns:
+            One string per frame, in slider order: ``alts``, or ``alt`` with each frame's label for ``{value}``.
+        """
+        if self.alts:
+            return list(self.alts)
+        return [self.alt.replace("{value}", v) for v in self.labels]
 
     def _repr_html_(self) -> str:
         urls = ["data:image/png;base64," + base64.b64encode(f).decode("ascii") for f in self.frames]
         name = html.escape(self.name)
         label = html.escape(self.labels[self.index])
-        alt = html.escape(self.alt.replace("{value}", self.labels[self.index]))
-        data = json.dumps(
-            {"frames": urls, "labels": list(self.labels), "alts": [self.alt.replace("{value}", v) for v in self.labels]}
-        )
+        alts = self.frame_alts()
+        alt = html.escape(alts[self.index])
+        data = json.dumps({"frames": urls, "labels": list(self.labels), "alts": alts})
         # The data sits in a JSON script (not executed); the small script below reads it, so the
         # page needs no library and no network.
         return (
@@ -1092,8 +1114,10 @@ def figure_slider(
         name: what the slider sets, e.g. ``"T"`` or ``"head"``.
         index: the position in ``values`` shown first.
         fmt: ``fmt(value) -> str``, the label shown for a value (default ``str``).
-        alt: alternative text of the image, ``{value}`` replaced by the label; default
-            ``"<name> = {value>"``.
+        alt: the start of each frame's alternative text, ``{value}`` replaced by the frame's label (e.g.
+            ``"Cross-attention of the last decoder layer, head {value}"``); the description of the frame's figure
+            (:func:`describe_figure`: titles, axes, legend) and the slider's setting follow it. None: the
+            description and the setting alone.
         dpi: resolution of the PNG frames, in dots per inch.
 
     Returns:
@@ -1110,7 +1134,7 @@ def figure_slider(
         raise ValueError(f"index must be in [0, {len(values) - 1}] (one of the {len(values)} values), got {index}")
     if dpi <= 0:
         raise ValueError(f"dpi must be positive, got {dpi}")
-    frames, labels = [], []
+    frames, labels, alts = [], [], []
     for value in values:
         fig = view(value)
         if not hasattr(fig, "savefig"):
@@ -1119,9 +1143,13 @@ def figure_slider(
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=_GLYPH_WARNING, category=UserWarning)
             fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+        label = str(fmt(value))
+        lead = alt.replace("{value}", label).rstrip(". ") + ". " if alt else ""
+        what = describe_figure(fig)
+        alts.append(f"{lead}{what} Slider {name} set to {label} (frame {len(frames) + 1} of {len(values)}).")
         _close_if_pyplot(fig)
         frames.append(buf.getvalue())
-        labels.append(str(fmt(value)))
+        labels.append(label)
     uid = "figure-slider-" + _digest(name, labels, frames)
     return FigureSlider(
         name=name,
@@ -1130,7 +1158,81 @@ def figure_slider(
         index=index,
         alt=alt if alt is not None else f"{name} = {{value}}",
         uid=uid,
+        alts=tuple(alts),
     )
+
+
+def describe_figure(fig: Any, most: int = 6) -> str:
+    """A plain-text description of a figure for its alternative text: what a reader who cannot see it is shown.
+
+    Read from the figure itself: its suptitle, then per axes (colorbars skipped) the kind of plot (heat map, lines,
+    bars), its title, its axis labels with the first tick labels of a category axis, and its legend entries.
+
+    Args:
+        fig: a matplotlib Figure.
+        most: at most this many axes, tick labels and legend entries are named (the rest are counted).
+
+    Returns:
+        One or a few sentences, e.g. ``"Bar chart 'P(next token)': x axis next token (▁people, ▁men, …), y axis
+        probability; legend: T = 0.5, T = 1."``.
+    """
+    parts = []
+    sup = getattr(fig, "_suptitle", None)
+    if sup is not None and sup.get_text().strip():
+        parts.append(f"Figure '{_one_line(sup.get_text())}'.")
+    plots = [ax for ax in fig.axes if ax.get_visible() and not _is_colorbar(ax)]
+    if len(plots) > most:
+        kinds = sorted({_axes_kind(ax) for ax in plots})
+        parts.append(f"A grid of {len(plots)} panels ({', '.join(kinds)}).")
+        shown = plots[:1]
+        titles = [_one_line(ax.get_title()) for ax in plots if ax.get_title().strip()]
+        if titles:
+            parts.append(f"Panels titled {', '.join(titles[:most])}{', …' if len(titles) > most else ''}.")
+    else:
+        shown = plots
+    for ax in shown:
+        bits = []
+        title = _one_line(ax.get_title())
+        head = _axes_kind(ax).capitalize() + (f" '{title}'" if title else "")
+        for axis, name in ((ax.xaxis, "x"), (ax.yaxis, "y")):
+            label = _one_line(axis.get_label().get_text())
+            ticks = [_one_line(t.get_text()) for t in axis.get_ticklabels() if t.get_text().strip()]
+            words = [t for t in ticks if not _is_number(t)]
+            if label or words:
+                named = f" ({', '.join(words[:most])}{', …' if len(words) > most else ''})" if words else ""
+                bits.append(f"{name} axis {label or 'labels'}{named}".rstrip())
+        legend = ax.get_legend()
+        entries = [_one_line(t.get_text()) for t in legend.get_texts()] if legend is not None else []
+        if entries:
+            bits.append(f"legend: {', '.join(entries[:most])}{', …' if len(entries) > most else ''}")
+        parts.append(head + (": " + "; ".join(bits) if bits else "") + ".")
+    return " ".join(parts) if parts else "A figure without text."
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text.replace("−", "-"))
+    except ValueError:
+        return False
+    return True
+
+
+def _is_colorbar(ax: Any) -> bool:
+    return getattr(ax, "_colorbar", None) is not None or ax.get_label() == "<colorbar>"
+
+
+def _axes_kind(ax: Any) -> str:
+    if ax.images:
+        return "heat map"
+    if ax.containers and any(type(c).__name__ == "BarContainer" for c in ax.containers):
+        return "bar chart"
+    if ax.lines:
+        return "line plot"
+    return "diagram" if ax.texts or ax.patches else "empty panel"
 
 
 def _digest(name: str, labels: Sequence[str], frames: Sequence[bytes]) -> str:
@@ -1177,6 +1279,9 @@ def drawn_text_sizes(fig: Any, *, dpi: float = NOTEBOOK_DPI) -> tuple[list[tuple
     Returns:
         ``(sizes, width_px)``: ``sizes`` is a list of ``(points, text)``, one per drawn string; ``width_px`` is the
         width of the PNG saved with ``bbox_inches="tight"`` (as a notebook and :func:`figure_slider` save it).
+
+    Raises:
+        ValueError: ``fig`` is not a matplotlib Figure.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
