@@ -259,8 +259,8 @@ def domain_note(tokens: list[str], rule: dict | None = None) -> str | None:
         rule: the rule's constants, default :data:`DOMAIN_RULE`.
 
     Returns:
-        A short reason (e.g. ``"4.75 sub-words per word (captions have at most about 2.2)"``), or None when the
-        text looks like a caption (or is blank).
+        A short reason (e.g. ``"19 sub-words for 4 words (captions have at most about 2.25 per word)"``), or None
+        when the text looks like a caption (or is blank).
     """
     rule = DOMAIN_RULE if rule is None else rule
     words = _words(tokens)
@@ -269,7 +269,10 @@ def domain_note(tokens: list[str], rule: dict | None = None) -> str | None:
     reasons = []
     per_word = len(tokens) / len(words)
     if per_word > rule["max_pieces_per_word"]:
-        reasons.append(f"{per_word:.2f} sub-words per word (captions have at most about {rule['max_pieces_per_word']})")
+        reasons.append(
+            f"{len(tokens)} sub-words for {len(words)} words (captions have at most about "
+            f"{rule['max_pieces_per_word']} per word)"
+        )
     english = sum(w in rule["english_words"] for w in words)
     german = sum(w in rule["german_words"] for w in words)
     if english >= rule["min_english_words"] and english > german:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import codecs
 import io
+import json
 import os
 import select
+import shutil
 import subprocess
 import sys
 import unicodedata
@@ -622,8 +624,8 @@ def test_at_most_one_percent_of_the_test_set_looks_out_of_domain(shipped, multi3
 @pytest.mark.parametrize(
     "text, reason",
     [
-        ("Die Bundesregierung hat am Mittwoch neue Steuergesetze beschlossen.", "2.62 sub-words per word"),
-        ("Zwölf, dreizehn, vierzehn, 1999.", "4.75 sub-words per word"),
+        ("Die Bundesregierung hat am Mittwoch neue Steuergesetze beschlossen.", "21 sub-words for 8 words"),
+        ("Zwölf, dreizehn, vierzehn, 1999.", "19 sub-words for 4 words"),
         ("Guten Morgen, wie geht es Ihnen?", "a question"),
         ("Ich liebe dich.", "first/second person"),
         ("The quick brown fox jumps over the lazy dog.", "looks like English"),
@@ -646,3 +648,45 @@ def test_the_cli_translates_out_of_domain_lines_and_names_them_on_stderr(shipped
     assert code == 0 and out == T.translate(shipped.model, shipped.tokenizer, lines) and out[1] and out[3]
     notes = [line for line in err.splitlines() if "out of the model's domain" in line]
     assert [n.split(":")[0] for n in notes] == ["line 2", "line 4"], err
+
+
+_DOMAIN_JS = Path(__file__).resolve().parents[2] / "tools" / "explorer" / "domain.js"
+_NODE_SCRIPT = """
+import { readFileSync } from "node:fs";
+const { domainNote, sentences } = await import(process.argv[1]);
+const data = JSON.parse(readFileSync(0, "utf8"));
+console.log(JSON.stringify({
+  notes: data.tokens.map((t) => domainNote(t, data.rule)),
+  sentences: data.paragraphs.map(sentences),
+}));
+"""
+
+
+@pytest.mark.skipif(
+    shutil.which("node") is None, reason="Node.js is absent (make vendor installs npm, and with it node, as root)"
+)
+def test_the_live_pages_rule_flags_what_the_cli_flags(shipped, multi30k_dir):
+    """tools/explorer/domain.js (the live page) = lib.translate.domain_note, on the same tokens and the same rule."""
+    plain = T.plain_text_tokenizer(shipped.tokenizer)
+    texts = [de for de, _ in load_multi30k("test_2016_flickr")] + [
+        "Die Bundesregierung hat am Mittwoch neue Steuergesetze beschlossen.",
+        "Zwölf, dreizehn, vierzehn, 1999.",
+        "Guten Morgen, wie geht es Ihnen?",
+        "„Ich?“ — (nein!) ...",
+        "The quick brown fox jumps over the lazy dog.",
+    ]
+    tokens = [plain.encode(T.clean_text(t), add_special_tokens=False).tokens for t in texts]
+    paragraphs = ["Ein Hund rennt. Eine Frau singt! Zwei Männer spielen Fußball?", "Ein Hund.", ""]
+    data = {"tokens": tokens, "rule": T.DOMAIN_RULE, "paragraphs": paragraphs}
+    done = subprocess.run(
+        ["node", "--input-type=module", "-e", _NODE_SCRIPT, _DOMAIN_JS.as_uri()],
+        input=json.dumps(data),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    got = json.loads(done.stdout)
+    want = [T.domain_note(t) for t in tokens]
+    assert got["notes"] == want and sum(n is not None for n in want[-5:]) == 5
+    assert got["sentences"] == [T.split_sentences(p) for p in paragraphs]
