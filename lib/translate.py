@@ -785,6 +785,10 @@ def main(argv: list[str] | None = None) -> int:
     p = _parser()
     args = p.parse_args(argv)
     _check_args(p, args)
+    if sys.stdout is None:  # started with stdout closed (`>&-`)
+        p.error("stdout is closed: the translations have nowhere to go (redirect it to a file: > output.en)")
+    if args.bleu is None and sys.stdin is None:  # started with stdin closed (`<&-`)
+        p.error("stdin is closed: give German sentences on stdin (< input.de), or score a split with --bleu")
     if args.bleu is not None:  # a missing or damaged data file stops us before the model is loaded
         try:
             load_multi30k(args.bleu, args.data)
@@ -802,8 +806,10 @@ def main(argv: list[str] | None = None) -> int:
         bleu = evaluate_bleu(
             run.model, run.tokenizer, args.bleu, args.data, args.beam, args.alpha, None, args.batch_size
         )
-        out.write(f"{bleu}\n".encode())
-        out.flush()
+        try:
+            _write(out, f"{bleu}\n")
+        except _StdoutError as err:
+            return err.status(p.prog, "the score was not written")
         return 0
     if sys.stdin.isatty():
         print("reading German sentences from stdin, one per line (end with Ctrl-D)", file=sys.stderr)
@@ -841,10 +847,12 @@ def main(argv: list[str] | None = None) -> int:
                 )
             # a translation never spans lines: the line count out equals the line count in
             with _ctrl_c_after():  # so that the count said after Ctrl-C is the count of lines written
-                out.write((" ".join(line.text.splitlines()) + "\n").encode("utf-8"))
-                out.flush()  # a reader (or a Ctrl-C) gets every line as soon as it and those before it are done
+                _write(out, " ".join(line.text.splitlines()) + "\n")  # flushed: a reader gets each line at once
                 done += 1
             bar.update()
+    except _StdoutError as err:
+        bar.close()
+        return err.status(p.prog, f"{done} lines were written")
     except KeyboardInterrupt:
         bar.close()
         total = reader.total
@@ -887,6 +895,34 @@ class _Progress:
         """Close the bar."""
         if self.bar is not None:
             self.bar.close()
+
+
+class _StdoutError(Exception):
+    """Stdout could not be written: its reader went away (a broken pipe) or its disk is full."""
+
+    def __init__(self, err: OSError) -> None:
+        super().__init__(err.strerror or str(err))
+        self.broken_pipe = isinstance(err, BrokenPipeError)
+
+    def status(self, prog: str, done: str) -> int:
+        """Say so in one line (nothing for a reader that stopped reading, as ``| head`` does) and give the exit
+        status: 141 (128 + SIGPIPE, what a shell tool gives) for a broken pipe, 1 otherwise. Stdout is pointed at
+        the null device, so that Python's own flush at exit does not fail again with a traceback."""
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        if self.broken_pipe:
+            return 141
+        print(f"{prog}: error: cannot write to stdout ({self}): {done}", file=sys.stderr)
+        return 1
+
+
+def _write(out, text: str) -> None:
+    """Write ``text`` to stdout's buffer as UTF-8 and flush it; a failed write is a :class:`_StdoutError`."""
+    try:
+        out.write(text.encode("utf-8"))
+        out.flush()
+    except OSError as err:
+        raise _StdoutError(err) from None
 
 
 @contextlib.contextmanager

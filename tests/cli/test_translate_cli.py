@@ -690,3 +690,68 @@ def test_the_live_pages_rule_flags_what_the_cli_flags(shipped, multi30k_dir):
     want = [T.domain_note(t) for t in tokens]
     assert got["notes"] == want and sum(n is not None for n in want[-5:]) == 5
     assert got["sentences"] == [T.split_sentences(p) for p in paragraphs]
+
+
+# --- files it cannot read, stdin and stdout it cannot use: one line each -----------------------------------------
+
+
+@pytest.mark.parametrize("what", ["config.json", "model.pt", "tokenizer.json", "the folder"])
+def test_an_unreadable_run_file_is_one_line_naming_it(what, tmp_path):
+    from permissions import unprivileged
+
+    run = tmp_path / "run"
+    shutil.copytree(SHIPPED_MODEL, run)
+    (run if what == "the folder" else run / what).chmod(0)
+    proc = subprocess.run(
+        [*unprivileged(), *CLI, "--run", str(run)], input=b"Ein Hund.\n", capture_output=True, timeout=120
+    )
+    (run if what == "the folder" else run / what).chmod(0o755)
+    err = proc.stderr.decode()
+    name = run if what == "the folder" else run / what
+    assert proc.returncode == 2 and "Traceback" not in err, err[-2000:]
+    assert err.strip().splitlines()[-1] == (
+        f"python -m lib.translate: error: argument --run: {name}: cannot be read (Permission denied): "
+        "check its permissions"
+    )
+
+
+def test_a_closed_stdin_or_stdout_is_a_usage_error():
+    for fd, name in [(0, "stdin"), (1, "stdout")]:
+        proc = subprocess.run(
+            [*CLI, "--run", str(SHIPPED_MODEL)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL if fd == 0 else None,
+            stderr=subprocess.PIPE,
+            preexec_fn=lambda fd=fd: os.close(fd),
+            timeout=120,
+        )
+        err = proc.stderr.decode()
+        assert proc.returncode == 2 and err.strip().splitlines()[-1].startswith(
+            f"python -m lib.translate: error: {name} is closed"
+        ), err
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full (a Linux device) on this machine")
+def test_stdout_on_a_full_disk_is_one_line_and_exit_status_1(sentences):
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(
+            [*CLI, "--run", str(SHIPPED_MODEL)],
+            input="\n".join(sentences).encode(),
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=120,
+        )
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and "Traceback" not in err and "Exception ignored" not in err, err
+    assert err.strip().splitlines()[-1] == (
+        "python -m lib.translate: error: cannot write to stdout (No space left on device): 0 lines were written"
+    )
+
+
+def test_a_reader_that_stops_reading_ends_it_quietly(sentences):
+    proc = subprocess.Popen(
+        [*CLI, "--run", str(SHIPPED_MODEL)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    proc.stdout.close()  # as `| head -0` does
+    _, err = proc.communicate(("\n".join(sentences) + "\n").encode(), timeout=120)
+    assert proc.returncode == 141 and err.decode() == "", err.decode()
