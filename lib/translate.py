@@ -9,16 +9,21 @@ Output line i is the translation of input line i, whatever the input holds. The 
 decoded as UTF-8 whatever the locale, line by line; lines end at ``\\n``, ``\\r\\n`` or ``\\r`` (Unix, Windows and
 old Mac files read alike); a UTF-8 byte-order mark is dropped, and a file that starts with a UTF-16 byte-order
 mark (what Windows PowerShell writes) is read as UTF-16. A blank line gives a blank line; a line that is not
-valid UTF-8 gives an empty line and a message on stderr naming it; a line longer than the model's limit is
-translated in pieces and named on stderr (see :func:`translate`). The output is UTF-8.
+valid UTF-8 gives an empty line and a message on stderr naming it. A line of several sentences (a paragraph) is
+split by pysbd's German rules, translated sentence by sentence and joined on one output line; a sentence longer
+than the model's limit is translated in pieces and named on stderr (see :func:`translate`). A line that looks out
+of the model's domain (German image captions: :func:`domain_note`) is translated and named on stderr. The
+output is UTF-8.
 
-The translations stream: the input is translated a few batches at a time (:data:`STREAM_BATCHES`) and each line is
-written and flushed as soon as it and the lines before it are done, so a reader sees output at once and Ctrl-C
-keeps every finished line (stderr says how many); on a terminal, a progress bar on stderr follows a long input.
+The translations stream: stdin from a pipe or a terminal is translated as its lines arrive, a file a few batches at
+a time (:data:`STREAM_BATCHES`), and each line is written and flushed as soon as it and the lines before it are
+done, so a reader sees output at once and Ctrl-C keeps every finished line (stderr says how many); on a terminal,
+a progress bar on stderr follows a long input.
 
 Exit status: 0 = every line was translated; 1 = some lines were not valid UTF-8 (their output lines are empty,
-every other line was written); 2 = bad arguments (nothing was loaded); 130 = interrupted with Ctrl-C (the lines
-before it were written).
+every other line was written), or stdout could not be written (a full disk: one line says so); 2 = bad arguments
+or a closed stdin or stdout (nothing was loaded); 130 = interrupted with Ctrl-C (the lines before it were
+written); 141 = the reader of stdout stopped reading (as ``| head`` does), quietly.
 """
 
 from __future__ import annotations
@@ -625,13 +630,16 @@ def _parser() -> argparse.ArgumentParser:
         description=(
             "Translate German to English with a trained run: one sentence per line of stdin (UTF-8), one "
             "translation per line of stdout (UTF-8), always as many lines out as in. A blank line gives a blank "
-            "line; a line that is not valid UTF-8 gives an empty line and a message on stderr; a line longer than "
-            "the model's limit is translated in pieces joined by spaces (named on stderr)."
+            "line; a line that is not valid UTF-8 gives an empty line and a message on stderr; a paragraph is "
+            "translated sentence by sentence on one line; a sentence longer than the model's limit is translated in "
+            "pieces joined by spaces, and a line that does not look like a German image caption is translated with "
+            "a note on stderr (the model knows image captions only)."
         ),
         epilog=(
             "exit status: 0 = every line translated; 1 = some input lines were not valid UTF-8 (their output "
-            "lines are empty, all other lines were written); 2 = bad arguments (checked before anything is loaded); "
-            "130 = interrupted with Ctrl-C (every line translated before it was written)."
+            "lines are empty, all other lines were written) or stdout could not be written (a full disk); 2 = bad "
+            "arguments or a closed stdin/stdout (checked before anything is loaded); 130 = interrupted with Ctrl-C "
+            "(every line translated before it was written); 141 = the reader of stdout stopped reading."
         ),
     )
     p.add_argument("--run", required=True, help="run folder (e.g. models/de-en or runs/NAME)")
@@ -779,8 +787,8 @@ def main(argv: list[str] | None = None) -> int:
 
     Returns:
         The exit status: 0 = every line translated; 1 = some lines were not valid UTF-8 (their output lines are
-        empty, every other line was written, stderr names them); 130 = Ctrl-C (the lines done before it were
-        written, and stderr says how many).
+        empty, every other line was written, stderr names them) or stdout could not be written; 130 = Ctrl-C (the
+        lines done before it were written, and stderr says how many); 141 = stdout's reader stopped reading.
     """
     p = _parser()
     args = p.parse_args(argv)
