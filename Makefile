@@ -27,7 +27,10 @@ SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := book
 
-ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+# The checkout: make runs from it (`make` or `make -C DIR`; the targets name chapters/, .venv, ... relative to it).
+# CURDIR, not $(dir $(MAKEFILE_LIST)): make's word functions (dir, abspath, wildcard) split a path at its spaces,
+# so a checkout in "My Books/attention" lost MULTI30K_DIR (tests/unit/test_makefile.py runs make from such a path).
+ROOT := $(CURDIR)
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -48,8 +51,9 @@ NOTEBOOK_TIMEOUT ?= 1800
 # Multi30k: use the shared copy beside the checkout when there is one and the caller did not choose;
 # otherwise lib/data.py downloads the files and verifies their checksums.
 ifeq ($(origin MULTI30K_DIR),undefined)
-  ifneq ($(wildcard $(ROOT)/../shared/data/multi30k/.),)
-    MULTI30K_DIR := $(abspath $(ROOT)/../shared/data/multi30k)
+  SHARED_MULTI30K := $(shell cd "$(ROOT)/../shared/data/multi30k" 2>/dev/null && pwd)
+  ifneq ($(SHARED_MULTI30K),)
+    MULTI30K_DIR := $(SHARED_MULTI30K)
   endif
 endif
 ifdef MULTI30K_DIR

@@ -5,13 +5,15 @@
 // Decoding is lib.export's rule (manifest.json, "decoding"), which is lib.translate's greedy decoding:
 //   src = ids of the cleaned text (text.js) + [</s>]; tgt = [<s>]; for at most min(floor(1.5 len(src)) + 10, max_len)
 //   steps append argmax(logits) and stop after </s>. A text longer than max_len - 1 ids is translated in pieces,
-//   as lib.translate does (text.js: pieces), and the pieces' translations are joined with a space.
+//   as lib.translate does (text.js: pieces), and the pieces' translations are joined with a space. A paragraph is
+//   split into sentences first (domain.js: sentences), and input that looks out of domain gets a note (domain.js).
 //
 // Used by chapters/translate_live.md: start({ form, input, output, status, explorer }) with its elements. The status
 // line's data-state is "loading", "done", "empty" (a blank input: a prompt instead of a translation) or "error".
 
 import { mount } from "./explorer.js";
 import { clean, decodeIds, pieces, plainTokenizerJSON } from "./text.js";
+import { domainNote, sentences, showDomainNote } from "./domain.js";
 
 const VENDOR = new URL("../", import.meta.url); // _static/: the vendored packages sit beside this folder
 const EXPORT = new URL("../live/", import.meta.url); // _static/live/: what `python -m lib.export` wrote
@@ -98,7 +100,7 @@ export class Translator {
   /** One translation, as `python -m lib.translate` gives it for one line, and the explorer's data of it. */
   async translate(text) {
     const cleaned = clean(text);
-    const parts = pieces(this.plain, cleaned, this.maxLen - 1, this.special);
+    const parts = sentences(cleaned).flatMap((s) => pieces(this.plain, s, this.maxLen - 1, this.special));
     const texts = [];
     let first = null;
     for (const part of parts) {
@@ -107,7 +109,10 @@ export class Translator {
       first ??= result;
     }
     const translation = texts.length === 1 ? texts[0] : texts.filter((t) => t).join(" ");
-    if (!first) return { translation, explorer: null, pieces: 0 };
+    const ids = cleaned ? this.plain.encode(cleaned, { add_special_tokens: false }).ids : [];
+    const tokens = ids.map((i) => this.plain.id_to_token(i));
+    const note = domainNote(tokens, this.manifest.domain); // domain.js: lib.translate.domain_note
+    if (!first) return { translation, explorer: null, pieces: 0, note };
     const name = (i) => this.tokenizer.id_to_token(i);
     const sentence = {
       source: parts.length > 1 ? `${cleaned.slice(0, 80)}… (first of ${parts.length} pieces)` : cleaned,
@@ -117,7 +122,8 @@ export class Translator {
       tgt_input_tokens: [name(this.special["<s>"]), ...first.produced.slice(0, -1).map(name)],
       maps: { cross: first.cross },
     };
-    return { translation, explorer: { format: 1, decimals: DECIMALS, sentences: [sentence] }, pieces: parts.length };
+    const explorer = { format: 1, decimals: DECIMALS, sentences: [sentence] };
+    return { translation, explorer, pieces: parts.length, note };
   }
 }
 
@@ -176,6 +182,7 @@ export async function start({ form, input, output, status, explorer }) {
       const result = await translator.translate(input.value);
       const ms = performance.now() - t0;
       output.textContent = result.translation;
+      showDomainNote(document.getElementById("live-domain"), result.note); // domain.js
       count += 1;
       Object.assign(output.dataset, { count, ms: ms.toFixed(1) });
       if (result.explorer) {
@@ -196,6 +203,7 @@ export async function start({ form, input, output, status, explorer }) {
       button.disabled = false;
     }
   };
+  form.addEventListener("submit", () => showDomainNote(document.getElementById("live-domain"), null)); // domain.js
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     if (!button.disabled) run();
