@@ -19,6 +19,17 @@ Loaded by ``_config.yml`` (``sphinx.local_extensions``). Found with the browser 
    twice under Jupyter Book, and the second copy throws "Identifier 'THEBE_JS_URL' has already been
    declared". We drop exact duplicates from each page's script and stylesheet lists, keeping the first.
 
+Two more fixes of what the theme and Sphinx write, for readers and their screen readers (issue 35; the browser
+tests' axe-core check in ``tests/browser/test_layout.py`` finds each of them if it comes back):
+
+3. ``_drop_thebe``: sphinx-thebe (which Jupyter Book always loads) adds ``const THEBE_JS_URL =
+   "https://unpkg.com/..."``, its script and its stylesheet to every page, although the book has no Thebe button
+   (``launch_buttons.thebe: false``): a CDN address on an offline site. They are left out while Thebe is off.
+4. ``_bibliography_translator``: docutils writes the bibliography as ``<div role="list">`` holding ``<div
+   role="doc-biblioentry">`` entries, a DPUB-ARIA role that ARIA 1.3 deprecates and that is not a list item,
+   so assistive technology (and axe-core's aria-required-children, a critical violation) sees a list without
+   items. Each entry is written as ``role="listitem"`` instead.
+
 It also puts the book's own JavaScript into the site: ``lib/explorer.js`` (the attention explorer, in ``lib``
 because the notebook widget ``lib.explorer.ExplorerWidget`` runs the same module) and ``tools/explorer/*.js`` (the
 live translator) into ``_static/explorer/``, and the ONNX export of the shipped model, which ``make book`` writes
@@ -116,8 +127,43 @@ def _key(asset: Any) -> tuple:
 def _page_context(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
     _set_default_mode(context)
     _dedupe_assets(context)
+    _drop_thebe(app, context)
     _drop_anywidget_state(context)
     _portable_buttons(app, pagename, context)
+
+
+def _thebe_on(app: Any) -> bool:
+    launch = (app.config.html_theme_options or {}).get("launch_buttons") or {}
+    return bool(launch.get("thebe")) or bool((getattr(app.config, "thebe_config", None) or {}).get("always_load"))
+
+
+def _drop_thebe(app: Any, context: dict) -> None:
+    """No sphinx-thebe configuration (its CDN ``THEBE_JS_URL``), script or stylesheet while Thebe is off."""
+    if _thebe_on(app):
+        return
+    for name in ("script_files", "css_files"):
+        assets = context.get(name) or []
+        context[name] = [
+            asset
+            for asset in assets
+            if "sphinx-thebe" not in str(getattr(asset, "filename", asset) or "")
+            and "THEBE_JS_URL" not in str((getattr(asset, "attributes", {}) or {}).get("body", ""))
+        ]
+
+
+def _bibliography_translator(app: Any) -> None:
+    """Write each bibliography entry as a list item (see the module's docstring, point 4)."""
+    if app.builder.format != "html":
+        return
+    base = app.builder.get_translator_class()
+
+    class BibliographyListTranslator(base):
+        def visit_citation(self, node: Any) -> None:
+            if not isinstance(node.previous_sibling(), type(node)):
+                self.body.append('<div role="list" class="citation-list">\n')
+            self.body.append(self.starttag(node, "div", classes=[node.tagname], role="listitem"))
+
+    app.registry.translators[app.builder.name] = BibliographyListTranslator
 
 
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
@@ -389,5 +435,6 @@ def setup(app: Any) -> dict:
     app.connect("builder-inited", _check_portable)
     app.connect("build-finished", _copy_portable)
     app.connect("builder-inited", _check_live_export)
+    app.connect("builder-inited", _bibliography_translator)
     app.connect("build-finished", _copy_scripts)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
