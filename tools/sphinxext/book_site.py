@@ -19,7 +19,7 @@ Loaded by ``_config.yml`` (``sphinx.local_extensions``). Found with the browser 
    twice under Jupyter Book, and the second copy throws "Identifier 'THEBE_JS_URL' has already been
    declared". We drop exact duplicates from each page's script and stylesheet lists, keeping the first.
 
-Two more fixes of what the theme and Sphinx write, for readers and their screen readers (issue 35; the browser
+Three more fixes of what the theme and Sphinx write, for readers and their screen readers (issue 35; the browser
 tests' axe-core check in ``tests/browser/test_layout.py`` finds each of them if it comes back):
 
 3. ``_drop_thebe``: sphinx-thebe (which Jupyter Book always loads) adds ``const THEBE_JS_URL =
@@ -29,6 +29,13 @@ tests' axe-core check in ``tests/browser/test_layout.py`` finds each of them if 
    role="doc-biblioentry">`` entries, a DPUB-ARIA role that ARIA 1.3 deprecates and that is not a list item,
    so assistive technology (and axe-core's aria-required-children, a critical violation) sees a list without
    items. Each entry is written as ``role="listitem"`` instead.
+
+And ``_name_nav_toggles``: the sidebar's expanders (a chapter's deeper dives) are ``<summary>`` elements holding only
+a chevron icon, so a screen reader announces an unnamed control (axe-core's summary-name, serious); each gets the
+name "Pages under <chapter>". And ``_visit_hidden_cell``: MyST-NB's folded cells (``hide-input``, ``hide-output``)
+are ``<summary aria-label="Toggle hidden content">`` around the visible words "Show code cell output", a name that
+does not contain what a speech user sees and says (label-content-name-mismatch, serious): the same markup without
+that label, so the visible words are the name.
 
 It also puts the book's own JavaScript into the site: ``lib/explorer.js`` (the attention explorer, in ``lib``
 because the notebook widget ``lib.explorer.ExplorerWidget`` runs the same module) and ``tools/explorer/*.js`` (the
@@ -128,6 +135,7 @@ def _page_context(app: Any, pagename: str, templatename: str, context: dict, doc
     _set_default_mode(context)
     _dedupe_assets(context)
     _drop_thebe(app, context)
+    _name_nav_toggles(context)
     _drop_anywidget_state(context)
     _portable_buttons(app, pagename, context)
 
@@ -149,6 +157,45 @@ def _drop_thebe(app: Any, context: dict) -> None:
             if "sphinx-thebe" not in str(getattr(asset, "filename", asset) or "")
             and "THEBE_JS_URL" not in str((getattr(asset, "attributes", {}) or {}).get("body", ""))
         ]
+
+
+def _name_nav_toggles(context: dict) -> None:
+    """Give the sidebar's icon-only expanders (``<summary>``) a name: "Pages under <the chapter's title>"."""
+    original = context.get("generate_toctree_html")  # pydata-sphinx-theme's, per page (its html-page-context)
+    if original is None:
+        return
+
+    def generate_toctree_html(kind: str, *args: Any, **kwargs: Any) -> Any:
+        soup = original(kind, *args, **kwargs)
+        if kind == "sidebar" and hasattr(soup, "select"):
+            for summary in soup.select("li > details > summary"):
+                if summary.get_text(strip=True) or summary.get("aria-label"):
+                    continue
+                item = summary.find_parent("li")
+                link = item.find("a", class_="reference", recursive=False) if item else None
+                title = link.get_text(" ", strip=True) if link else ""
+                summary["aria-label"] = f"Pages under {title}" if title else "More pages"
+        return soup
+
+    context["generate_toctree_html"] = generate_toctree_html
+
+
+def _visit_hidden_cell(self: Any, node: Any) -> None:
+    """MyST-NB's ``visit_HideCellInput`` without ``aria-label`` on ``<summary>`` (its visible prompt names it)."""
+    classes = " ".join(node["classes"])
+    self.body.append(f'<details class="admonition hide {classes}">\n<summary>\n')
+    self.body.append(f'<p class="collapsed admonition-title">{html_escape(node["prompt_show"])}</p>\n')
+    self.body.append(f'<p class="expanded admonition-title">{html_escape(node["prompt_hide"])}</p>\n')
+    self.body.append("</summary>\n")
+
+
+def _name_hidden_cells(app: Any) -> None:
+    """Replace MyST-NB's HTML visitor of folded cells (see the module's docstring)."""
+    try:
+        from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
+    except ImportError:  # MyST-NB not loaded: nothing to fix
+        return
+    app.add_node(HideCodeCellNode, override=True, html=(_visit_hidden_cell, depart_HideCellInput))
 
 
 def _bibliography_translator(app: Any) -> None:
@@ -436,5 +483,6 @@ def setup(app: Any) -> dict:
     app.connect("build-finished", _copy_portable)
     app.connect("builder-inited", _check_live_export)
     app.connect("builder-inited", _bibliography_translator)
+    app.connect("builder-inited", _name_hidden_cells)
     app.connect("build-finished", _copy_scripts)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
