@@ -14,6 +14,8 @@ Usage (after ``make book``; needs ``make browser-deps``)::
     python tools/site_weight.py                  # a Markdown table of every page, then the site's totals
     python tools/site_weight.py --json           # the same as JSON
     python tools/site_weight.py chapters/intro.html chapters/capstone.html   # only these pages
+    python tools/site_weight.py --axe           # also axe-core's violations, by rule (make browser-deps first)
+    python tools/site_weight.py --site /other/checkout/_build/html               # another build (before/after)
 
 ``tests/browser/test_layout.py`` uses :func:`weigh` to hold every chapter page under :data:`LIMIT_BYTES` before
 its figures, with and without gzip.
@@ -66,13 +68,33 @@ def gzipped_size(url: str, body: bytes) -> int:
     return len(body)
 
 
-def weigh(browser, base_url: str, path: str, viewport: dict | None = None) -> dict:
+AXE = ROOT / ".cache" / "vendor" / "tests" / "axe-core" / "axe.min.js"  # tools/vendor_js.py --tests
+AXE_JS = """async () => (await axe.run(document, {resultTypes: ["violations"]})).violations
+  .map(v => ({id: v.id, impact: v.impact, nodes: v.nodes.length}))"""
+
+
+def _evaluate(page, script: str):
+    """``page.evaluate`` that waits out a redirect (index.html sends the reader on to chapters/intro.html)."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    for _ in range(3):
+        try:
+            return page.evaluate(script)
+        except PlaywrightError as err:
+            if "Execution context was destroyed" not in str(err):
+                raise
+            page.wait_for_load_state("load")
+    return page.evaluate(script)
+
+
+def weigh(browser, base_url: str, path: str, viewport: dict | None = None, axe: bool = False) -> dict:
     """Open ``base_url + path`` cold (a new context) and return its bytes by kind, raw and gzipped.
 
     Returns:
         ``{"raw": {kind: bytes}, "gzip": {kind: bytes}, "requests": n, "files": [(url, kind, bytes)],
         "raw_before_figures": bytes, "gzip_before_figures": bytes}``; requests leaving ``base_url``'s host are
-        aborted (and listed under ``"outside"``).
+        aborted (and listed under ``"outside"``). With ``axe``, also ``"axe"``: axe-core's violations once the
+        page has loaded, ``[{"id", "impact", "nodes"}]``.
     """
     context = browser.new_context(viewport=viewport or {"width": 1280, "height": 900}, service_workers="block")
     host = urllib.parse.urlsplit(base_url).netloc
@@ -117,10 +139,14 @@ def weigh(browser, base_url: str, path: str, viewport: dict | None = None) -> di
         page.on("requestfinished", finished)
         page.on("requestfailed", ended)
         page.goto(base_url + path, wait_until="load", timeout=LIMIT_S * 1000)
-        page.evaluate("() => window.MathJax && window.MathJax.startup ? MathJax.startup.promise : null")
+        _evaluate(page, "() => window.MathJax && window.MathJax.startup ? MathJax.startup.promise : null")
         deadline = time.monotonic() + LIMIT_S
         while time.monotonic() < deadline and (in_flight or time.monotonic() - last[0] < IDLE_S):
             page.wait_for_timeout(100)
+        violations = None
+        if axe:
+            page.add_script_tag(path=str(AXE))
+            violations = _evaluate(page, AXE_JS)
     finally:
         context.close()
     return {
@@ -131,6 +157,7 @@ def weigh(browser, base_url: str, path: str, viewport: dict | None = None) -> di
         "outside": outside,
         "raw_before_figures": sum(raw.values()) - raw["figure"],
         "gzip_before_figures": sum(zipped.values()) - zipped["figure"],
+        "axe": violations,
     }
 
 
@@ -163,23 +190,44 @@ def _table(rows: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def _axe_table(rows: dict[str, dict]) -> str:
+    rules: dict[tuple[str, str], list] = {}
+    for path, w in rows.items():
+        for v in w["axe"] or []:
+            rules.setdefault((v["id"], v["impact"]), []).append((path, v["nodes"]))
+    order = {"critical": 0, "serious": 1, "moderate": 2, "minor": 3}
+    lines = ["| axe-core rule | impact | pages | nodes |", "|---|---|---|---|"]
+    for (rule, impact), hits in sorted(rules.items(), key=lambda kv: (order.get(kv[0][1], 9), kv[0][0])):
+        lines.append(f"| {rule} | {impact} | {len(hits)} | {sum(n for _, n in hits)} |")
+    by_impact = {i: sum(n for (_, imp), hits in rules.items() if imp == i for _, n in hits) for i in order}
+    lines.append("")
+    counts = ", ".join(f"{k} {v}" for k, v in by_impact.items())
+    lines.append(f"{len(rows)} pages at 1,280 px; nodes by impact: {counts}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("pages", nargs="*", help="pages relative to _build/html (default: every page)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--axe", action="store_true", help="also run axe-core on each page and print its violations")
+    parser.add_argument("--site", type=Path, default=SITE, help="the built site (default: _build/html)")
     args = parser.parse_args(argv)
-    if not (SITE / "index.html").is_file():
-        sys.exit(f"tools/site_weight.py: no built site in {SITE}: run `make book` first")
-    pages = args.pages or built_pages()
-    missing = [p for p in pages if not (SITE / p).is_file()]
+    site = args.site
+    if not (site / "index.html").is_file():
+        sys.exit(f"tools/site_weight.py: no built site in {site}: run `make book` first")
+    if args.axe and not AXE.is_file():
+        sys.exit(f"tools/site_weight.py: axe-core is missing ({AXE}): run `python tools/vendor_js.py --tests`")
+    pages = args.pages or built_pages(site)
+    missing = [p for p in pages if not (site / p).is_file()]
     if missing:
-        sys.exit(f"tools/site_weight.py: no such page in {SITE}: {', '.join(missing)}")
+        sys.exit(f"tools/site_weight.py: no such page in {site}: {', '.join(missing)}")
     from playwright.sync_api import sync_playwright
 
     sys.path.insert(0, str(ROOT))
     from tests.browser.conftest import find_chromium
 
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(SITE)))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{httpd.server_address[1]}/"
     rows = {}
@@ -187,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=find_chromium(), headless=True, args=["--no-sandbox"])
             for path in pages:
-                rows[path] = weigh(browser, base, path)
+                rows[path] = weigh(browser, base, path, axe=args.axe)
             browser.close()
     finally:
         httpd.shutdown()
@@ -195,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({p: {k: v for k, v in w.items() if k != "files"} for p, w in rows.items()}, indent=1))
     else:
         print(_table(rows))
+        if args.axe:
+            print()
+            print(_axe_table(rows))
     return 0
 
 
