@@ -29,34 +29,76 @@ async function fetchBytes(url, expected) {
   return bytes;
 }
 
-/** Load the model: onnxruntime-web, the tokenizer and both graphs. Returns a translator. */
-export async function load() {
-  const start = performance.now();
-  const [ort, { Tokenizer }] = await Promise.all([
-    import(new URL("onnxruntime-web/dist/ort.wasm.bundle.min.mjs", VENDOR).href),
-    import(new URL("tokenizers/dist/tokenizers.min.mjs", VENDOR).href),
-  ]);
-  ort.env.wasm.numThreads = 1; // no SharedArrayBuffer without cross-origin isolation; one thread works anywhere
+const ORT_MODULE = new URL("onnxruntime-web/dist/ort.wasm.bundle.min.mjs", VENDOR);
+const TOKENIZERS_MODULE = new URL("tokenizers/dist/tokenizers.min.mjs", VENDOR);
+
+/** The runtime, imported and configured: one thread (no SharedArrayBuffer without cross-origin isolation). */
+async function runtime() {
+  const ort = await import(ORT_MODULE.href);
+  ort.env.wasm.numThreads = 1;
   ort.env.wasm.proxy = false;
   ort.env.logLevel = "error";
+  return ort;
+}
+
+/**
+ * Start onnxruntime's WebAssembly (fetch and compile its 14 MB of kernels) now, while the model's files arrive,
+ * rather than inside the first InferenceSession.create once they have all come. onnxruntime-web exports no
+ * init function: creating a session initialises the runtime before it reads the model, so a session of an
+ * empty model starts it, and its "cannot load the model" error is expected and dropped. A real failure of the
+ * runtime shows again, with its message, when the encoder's session is created.
+ */
+function warmUp(ort, options) {
+  return ort.InferenceSession.create(new Uint8Array(0), options).then(
+    (session) => session.release(),
+    () => {},
+  );
+}
+
+/**
+ * Load the model: onnxruntime-web, the tokenizer and both graphs. Returns a translator.
+ *
+ * Everything starts at once (issue 35: the first translation within 3 s of opening the page): the two modules,
+ * the manifest and the model's files, and, as soon as the runtime module is there, its WebAssembly. The page
+ * preloads the same URLs (chapters/translate_live.md), so most are already on their way when this runs.
+ * performance.mark("live:...") records each step (tools/live_timing.py prints them).
+ */
+export async function load() {
+  const start = performance.now();
+  const options = { executionProviders: ["wasm"], graphOptimizationLevel: "all" };
+  const ortReady = runtime().then((ort) => {
+    performance.mark("live:runtime-module");
+    return { ort, warm: warmUp(ort, options).then(() => performance.mark("live:runtime-ready")) };
+  });
+  const tokenizersReady = import(TOKENIZERS_MODULE.href);
   const manifest = await (await fetch(new URL("manifest.json", EXPORT))).json();
   const files = manifest.files;
-  const [encoderBytes, decoderBytes, weights, tokenizerBytes] = await Promise.all(
+  const bytesReady = Promise.all(
     ["encoder.onnx", "decoder.onnx", manifest.external_data, "tokenizer.json"].map((name) =>
       fetchBytes(new URL(name, EXPORT), files[name]?.bytes),
     ),
   );
+  const [{ ort, warm }, { Tokenizer }, [encoderBytes, decoderBytes, weights, tokenizerBytes]] = await Promise.all([
+    ortReady,
+    tokenizersReady,
+    bytesReady,
+  ]);
+  performance.mark("live:files");
   const tokenizerJSON = JSON.parse(new TextDecoder().decode(tokenizerBytes));
-  const options = {
-    executionProviders: ["wasm"],
-    graphOptimizationLevel: "all",
-    externalData: [{ path: manifest.external_data, data: weights }], // one weights.bin for both graphs
-  };
-  const encoder = await ort.InferenceSession.create(encoderBytes, options);
-  const decoder = await ort.InferenceSession.create(decoderBytes, options);
+  const tokenizer = new Tokenizer(tokenizerJSON, {});
+  const plain = new Tokenizer(plainTokenizerJSON(tokenizerJSON), {});
+  performance.mark("live:tokenizer");
+  await warm;
+  // one weights.bin for both graphs
+  const sessionOptions = { ...options, externalData: [{ path: manifest.external_data, data: weights }] };
+  const encoder = await ort.InferenceSession.create(encoderBytes, sessionOptions);
+  const decoder = await ort.InferenceSession.create(decoderBytes, sessionOptions);
+  performance.mark("live:sessions");
   const bytes = Object.values(files).reduce((sum, f) => sum + f.bytes, 0);
-  return new Translator(ort, manifest, encoder, decoder, new Tokenizer(tokenizerJSON, {}),
-    new Tokenizer(plainTokenizerJSON(tokenizerJSON), {}), { seconds: (performance.now() - start) / 1000, bytes });
+  return new Translator(ort, manifest, encoder, decoder, tokenizer, plain, {
+    seconds: (performance.now() - start) / 1000,
+    bytes,
+  });
 }
 
 export class Translator {
@@ -195,7 +237,10 @@ export async function start({ form, input, output, status, explorer }) {
       const split = result.pieces > 1 ? ` in ${result.pieces} pieces (the map shows the first)` : "";
       say(`Translated${split} in ${ms.toFixed(0)} ms (model loaded in ${translator.loaded.seconds.toFixed(1)} s).`, "done");
       // performance.now() counts from the page's navigation: the reader's wait for the first translation
-      if (count === 1) status.dataset.firstSeconds = (performance.now() / 1000).toFixed(2);
+      if (count === 1) {
+        performance.mark("live:first");
+        status.dataset.firstSeconds = (performance.now() / 1000).toFixed(2);
+      }
     } catch (error) {
       say(`Translation failed: ${error.message}`, "error");
       throw error;
