@@ -27,7 +27,10 @@ SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := book
 
-ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+# The checkout: make runs from it (`make` or `make -C DIR`; the targets name chapters/, .venv, ... relative to it).
+# CURDIR, not $(dir $(MAKEFILE_LIST)): make's word functions (dir, abspath, wildcard) split a path at its spaces,
+# so a checkout in "My Books/attention" lost MULTI30K_DIR (tests/unit/test_makefile.py runs make from such a path).
+ROOT := $(CURDIR)
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -48,8 +51,9 @@ NOTEBOOK_TIMEOUT ?= 1800
 # Multi30k: use the shared copy beside the checkout when there is one and the caller did not choose;
 # otherwise lib/data.py downloads the files and verifies their checksums.
 ifeq ($(origin MULTI30K_DIR),undefined)
-  ifneq ($(wildcard $(ROOT)/../shared/data/multi30k/.),)
-    MULTI30K_DIR := $(abspath $(ROOT)/../shared/data/multi30k)
+  SHARED_MULTI30K := $(shell cd "$(ROOT)/../shared/data/multi30k" 2>/dev/null && pwd)
+  ifneq ($(SHARED_MULTI30K),)
+    MULTI30K_DIR := $(SHARED_MULTI30K)
   endif
 endif
 ifdef MULTI30K_DIR
@@ -217,9 +221,17 @@ test-fast: $(PRETRAINED_STAMP)
 	$(BIN)/python -m pytest tests -m "not slow" --ignore=tests/browser
 
 # Headless Chromium for the browser tests: Debian's `chromium` (installed as root with apt-get, with an emoji
-# font so that ✅ shows in screenshots) and the `playwright` Python driver (its own browser download is not used).
+# font so that ✅ shows in screenshots) and the `playwright` Python driver (its own browser download is not used);
+# axe-core, the accessibility checker tests/browser/test_layout.py injects into every page, fetched with npm at a
+# pinned version and sha512 into .cache/vendor/tests/ (tools/vendor_js.py --tests; never part of the site).
 browser-deps: $(STAMP)
 	$(BIN)/python -m pip install -q -r requirements-browser.txt -r requirements-lab.txt
+	@if ! command -v npm >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] \
+	    && ! $(BIN)/python tools/vendor_js.py --tests --check >/dev/null 2>&1; then \
+	  echo "== installing npm (to fetch axe-core) =="; \
+	  apt-get install -y -q npm >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q npm >/dev/null); \
+	fi
+	$(BIN)/python tools/vendor_js.py --tests
 	@if [ -n "$${CHROMIUM:-}" ] || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
 	    || command -v google-chrome >/dev/null 2>&1; then \
 	  echo "Chromium: found"; \
@@ -237,7 +249,8 @@ browser-deps: $(STAMP)
 	  apt-get install -y -q fonts-noto-color-emoji >/dev/null 2>&1 || echo "note: no emoji font; ✅ shows as a box in screenshots"; \
 	fi
 
-# The built site in headless Chromium, offline: pages, figures, maths, solution toggles, sliders, search, links.
+# The built site in headless Chromium, offline: pages, figures, maths, solution toggles, sliders, search, links;
+# accessibility (axe-core), a 390-px phone, code that fits its box, page weights (tests/browser/test_layout.py).
 test-browser: browser-deps
 	@test -f _build/html/index.html || { echo "ERROR: no built site: run 'make book' first"; exit 1; }
 	$(BIN)/python -m pytest tests/browser

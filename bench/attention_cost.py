@@ -21,13 +21,12 @@ weights' memory.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 
 import torch
 
 from lib.cost import attention_cost
-from lib.files import atomic_write_text
+from lib.files import atomic_write_text, strict_json
 
 
 def machine_facts() -> dict:
@@ -132,7 +131,7 @@ def main(argv=None) -> dict:
     )
     print_report(report)
     if args.json:
-        atomic_write_text(args.json, json.dumps(report, indent=2) + "\n")
+        atomic_write_text(args.json, strict_json(report, indent=2, nan="warn"))
         print(f"\nwrote {args.json}")
     return report
 

@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 from pathlib import Path
 
 import torch
 
 from lib.cost import attention_methods, crossover, scaling_cost
-from lib.files import atomic_write_text
+from lib.files import atomic_write_text, strict_json
 
 # machine_facts and seq_lengths are shared with bench/attention_cost.py (bench/ is a folder of scripts).
 _spec = importlib.util.spec_from_file_location("attention_cost", Path(__file__).resolve().parent / "attention_cost.py")
@@ -173,7 +172,7 @@ def main(argv=None) -> dict:
     report["crossover"] = crossovers(report)
     print_report(report)
     if args.json:
-        atomic_write_text(args.json, json.dumps(report, indent=2) + "\n")
+        atomic_write_text(args.json, strict_json(report, indent=2, nan="warn"))
         print(f"\nwrote {args.json}")
     return report
 

@@ -19,14 +19,13 @@ its end (e.g. ``--minutes 40 --snapshots 36,37,38,39``), this script
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
 import torch
 
 from lib.checkpoint import average_weights, load_run, save_run, snapshot_files, update_results
-from lib.files import atomic_write_text
+from lib.files import atomic_write_text, strict_json
 from lib.translate import evaluate_bleu
 
 
@@ -118,9 +117,9 @@ def main(argv: list[str] | None = None) -> dict:
             ),
         )
         report["shipped"] = {"folder": args.ship, "greedy": round(g.score, 2), "beam": round(b.score, 2)}
-    print(json.dumps(report, indent=2))
+    print(strict_json(report, indent=2, nan="warn"), end="")
     if args.json:
-        atomic_write_text(args.json, json.dumps(report, indent=2) + "\n")
+        atomic_write_text(args.json, strict_json(report, indent=2, nan="warn"))
     return report
 
 

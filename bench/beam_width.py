@@ -18,7 +18,6 @@ translations of the first ``--subset`` sentences (decoded on their own, as the c
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -29,7 +28,7 @@ import torch
 
 from lib.checkpoint import SHIPPED_MODEL, load_run
 from lib.data import load_multi30k
-from lib.files import atomic_write_text
+from lib.files import atomic_write_text, strict_json
 from lib.metrics import corpus_bleu
 from lib.translate import translate
 
@@ -144,7 +143,7 @@ def main(argv: list[str] | None = None) -> dict:
             flush=True,
         )
     if args.out:
-        atomic_write_text(args.out, json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+        atomic_write_text(args.out, strict_json(report, indent=1, ensure_ascii=False, nan="warn"))
         print(f"written to {args.out}")
     return report
 

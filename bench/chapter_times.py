@@ -12,7 +12,6 @@ machine sees. The instructor page's run-time table comes from this script.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -23,7 +22,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from lib.files import atomic_write_text
+from lib.files import atomic_write_text, strict_json
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -63,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{'total':24s} {sum(times.values()):7.1f} s  ({'cold' if args.cold else 'warm'} cache, {os.cpu_count()} CPUs)"
     )
     if args.json:
-        atomic_write_text(args.json, json.dumps(times, indent=1) + "\n")
+        atomic_write_text(args.json, strict_json(times, indent=1, nan="warn"))
     return 0
 
 

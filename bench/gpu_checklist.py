@@ -35,7 +35,7 @@ from pathlib import Path
 
 import torch
 
-from lib.files import atomic_write_text
+from lib.files import atomic_write_text, strict_json
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> dict:
             **_same_history(_history(out / "straight"), _history(out / "nccl1"), tol=2e-2),
         }
 
-    atomic_write_text(out / "checklist.json", json.dumps(report, indent=2) + "\n")
+    atomic_write_text(out / "checklist.json", strict_json(report, indent=2, nan="warn"))
     print(f"\n{report['gpu']}, torch {report['torch']}: test_2016_flickr BLEU against training minutes\n")
     print("| variant | tokens/s | minutes | greedy | beam |")
     print("|---|---:|---:|---:|---:|")

@@ -36,6 +36,8 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from lib.files import strict_json
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIGS = "400:1e-3,100:1e-3,100:2e-3,200:2e-3,100:3e-3,50:2e-3,200:3e-3,150:1.5e-3"
 _EVAL = (
@@ -111,7 +113,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         else:
             record.update(json.loads(proc.stdout.strip().splitlines()[-1]))
         with open(out, "a") as f:
-            f.write(json.dumps(record) + "\n")
+            f.write(strict_json(record, nan="warn"))  # one line
         print(record, flush=True)
         return record
 

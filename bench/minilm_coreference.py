@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import sys
 from pathlib import Path
 
 import torch
 
-from lib.files import atomic_write_text
+from lib.files import atomic_write_text, strict_json
 from lib.pretrained import coreference_accuracy, encode_sentences, load_minilm, pair_attention
 
 # Templates: (sentence with {a}, {b} and {adj}; the first nouns a; the second nouns b; adjective pairs
@@ -195,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         example=example,
     )
     out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out, json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+    atomic_write_text(out, strict_json(report, indent=1, ensure_ascii=False, nan="warn"))
     b, h = report["best"], report["held_out"]
     print(f"{report['pairs']} pairs ({report['sentences']} sentences), {report['layers']} × {report['heads']} heads")
     print(

@@ -24,7 +24,6 @@ Every comparison is repeated (``--repeats``) with the order of the contestants a
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import platform
 import statistics
@@ -37,7 +36,7 @@ from torch import Tensor, nn
 from lib.attention import MultiHeadAttention
 from lib.bpe import multi30k_tokenizer
 from lib.data import Batch, encode_pairs, load_multi30k, make_batches
-from lib.files import atomic_write_text
+from lib.files import atomic_write_text, strict_json
 from lib.positional import sinusoidal_positional_encoding
 from lib.special_tokens import BOS_ID, EOS_ID, PAD_ID
 from lib.training import TrainConfig, amp_context, label_smoothed_cross_entropy
@@ -534,7 +533,7 @@ def main(argv=None) -> dict:
         )
     print_report(report)
     if args.json:
-        atomic_write_text(args.json, json.dumps(report, indent=2) + "\n")
+        atomic_write_text(args.json, strict_json(report, indent=2, nan="warn"))
         print(f"\nwrote {args.json}")
     return report
 

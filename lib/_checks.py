@@ -25,6 +25,7 @@ __all__ = [
     "check_attention_sizes",
     "check_positional",
     "check_token_ids",
+    "check_float_input",
 ]
 
 
@@ -67,13 +68,14 @@ def check_positional(d_model: object, max_len: object, dropout: object) -> None:
 
 def check_token_ids(ids: Any, name: str, vocab_size: int, max_len: int, offset: int = 0, batch: Any = None) -> None:
     """Token ids: an integer ``(batch, seq_len)`` tensor in [0, vocab_size) whose positions offset … fit max_len."""
+    if torch.jit.is_tracing():  # Python-side checks and sizes (see Transformer); under torch.compile ids unread
+        raise RuntimeError(f"{name}: lib's models do not support torch.jit.trace; use torch.compile or torch.export")
     if not isinstance(ids, Tensor):
         raise TypeError(f"{name} must be a torch.Tensor of token ids (batch, seq_len), got {type(ids).__name__}")
     if ids.dim() != 2 or ids.dtype not in (torch.long, torch.int):
         raise ValueError(f"{name} must be integer token ids (batch, seq_len), got {tuple(ids.shape)} {ids.dtype}")
     if batch is not None and ids.size(0) != batch:
         raise ValueError(f"src and {name} must have the same batch size, got {batch} and {ids.size(0)}")
-    # Reading the ids' values is a device sync, and would cut torch.compile's graph in two: eager mode checks them.
     if ids.numel() and not torch.compiler.is_compiling() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
         raise ValueError(f"{name} holds ids outside [0, vocab_size={vocab_size})")
     if offset + ids.size(1) > max_len:
@@ -197,3 +199,21 @@ def check_qkv_tensors(query: object, key: object, value: object) -> None:
                 f"query, key and value must share one dtype and device, got query {query.dtype} on {query.device} "
                 f"and {name} {t.dtype} on {t.device}"
             )
+
+
+def check_float_input(t: Tensor, name: str, expected: torch.dtype) -> None:
+    """A floating-point input has the dtype of the module's weights (``expected``), unless autocast mixes them.
+
+    Args:
+        t: the input tensor (already known to be floating point).
+        name: the argument's name, for the message.
+        expected: the weights' dtype.
+
+    Raises:
+        ValueError: another dtype outside ``torch.autocast`` (torch would fail deep inside a matmul).
+    """
+    if t.dtype != expected and not torch.is_autocast_enabled(t.device.type):
+        raise ValueError(
+            f"{name} must be {expected}, the dtype of the model's weights, got {t.dtype}: convert it with "
+            f".to({expected}) (or the model with .to({t.dtype}), or run under torch.autocast)"
+        )

@@ -495,18 +495,28 @@ def load_run(path: str | Path, device: torch.device | str = "cpu") -> Run:
 
     Raises:
         FileNotFoundError: the folder or one of ``config.json``, ``model.pt``, ``tokenizer.json`` is missing.
-        RunError: a file differs from the manifest; ``config.json`` is not valid JSON, names an unknown field
-            or lacks a required one; the weights do not fit the config or hold a NaN or an infinity; the
-            tokenizer's size differs from the model's vocabulary. ``RunError`` is a ``ValueError``; its message
-            names the file and the field.
+        RunError: the folder or a file cannot be read (its permissions); a file differs from the manifest;
+            ``config.json`` is not valid JSON, names an unknown field or lacks a required one; the weights do not
+            fit the config or hold a NaN or an infinity; the tokenizer's size differs from the model's vocabulary.
+            ``RunError`` is a ``ValueError``; its message names the file and the field.
     """
     folder = Path(path)
-    missing = [f for f in _FILES if not (folder / f).is_file()]
+    try:
+        present = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+    except OSError as err:  # a folder it may not list (its permissions): every file would look missing
+        raise RunError(folder, "", f"cannot be read ({err.strerror or err}): check its permissions") from None
+    missing = [f for f in _FILES if f not in present or not (folder / f).is_file()]
     if missing:
         raise FileNotFoundError(
             f"{folder} is not a complete run folder: missing {', '.join(missing)} "
             "(train one with `python -m lib.train --out DIR ...`)"
         )
+    for name in sorted({*_FILES, MANIFEST, "history.json", "results.json"} & present):
+        try:  # one line naming the file, not a PermissionError traceback from wherever it is first read
+            with (folder / name).open("rb"):
+                pass
+        except OSError as err:
+            raise RunError(folder, name, f"cannot be read ({err.strerror or err}): check its permissions") from None
     _verify_manifest(folder)
     config = _read_json(folder, "config.json")
     mconf = _model_config(folder, config)

@@ -16,6 +16,8 @@ page's content column (at most 6.9 in wide, no text under 9 pt), use colour-blin
 from __future__ import annotations
 
 import io
+import itertools
+import textwrap
 import unicodedata
 from collections.abc import Sequence
 from typing import Any
@@ -92,7 +94,7 @@ def plot_transformer_diagram(
     num_decoder_layers: int | str = "N",
     *,
     title: str | None = "The Transformer, block by block (lib class under each block)",
-    figsize: tuple[float, float] = (8.6, 9.2),
+    part: str = "both",
 ) -> Figure:
     """The encoder–decoder Transformer as a block diagram, each block labelled with the ``lib`` code that runs it.
 
@@ -104,175 +106,188 @@ def plot_transformer_diagram(
     sub-layer; the encoder output (the memory) feeds every decoder layer's cross-attention. The blocks are
     :data:`TRANSFORMER_DIAGRAM_BLOCKS`.
 
+    Legible on a page: ``part="both"`` is 6.6 in wide with no text under 9.5 pt, so it is not scaled down in a
+    688-px column; ``part="encoder"`` and ``part="decoder"`` draw one side each, 3.4 in wide (shown at full size
+    on a 390-px phone), to be shown one above the other.
+
     Args:
         num_encoder_layers: the N written beside the encoder stack (an int, or a symbol such as ``"N"``).
         num_decoder_layers: the N written beside the decoder stack.
         title: figure title (None: none).
-        figsize: ``(width, height)`` in inches.
+        part: ``"both"``, ``"encoder"`` or ``"decoder"``.
 
     Returns:
-        The Figure: one axes without ticks holding the blocks (patches) and their labels (texts).
+        The Figure: one axes without ticks holding the blocks (patches, each with its block's key as gid) and their
+        labels (texts).
 
     Raises:
-        ValueError: a number of layers that is a negative int, or an empty string.
+        ValueError: a number of layers that is a negative int, or an empty string; an unknown ``part``.
 
     Source: Vaswani et al. 2017, Figure 1 and §3.1–§3.5.
     """
     for name, n in (("num_encoder_layers", num_encoder_layers), ("num_decoder_layers", num_decoder_layers)):
         if isinstance(n, bool) or not isinstance(n, (int, str)) or (isinstance(n, int) and n < 0) or n == "":
             raise ValueError(f"{name} must be a non-negative int or a symbol such as 'N', got {n!r}")
+    if part not in ("both", "encoder", "decoder"):
+        raise ValueError(f"part must be 'both', 'encoder' or 'decoder', got {part!r}")
 
-    fig = Figure(figsize=figsize, layout="constrained")
-    ax = fig.add_subplot()
-    ax.set_xlim(-0.7, 10.6)
-    ax.set_ylim(-0.5, 13.5)
-    ax.set_axis_off()
-    if title:
-        ax.set_title(title, fontsize=11)
+    label_pt, code_pt, note_pt = _FONT, 9.5, 9.5
+    bw, bh, col = 2.45, 0.5, 3.3  # box width and height, one column's width (inches)
+    enc, dec = part in ("both", "encoder"), part in ("both", "decoder")
+    width = col * (enc + dec) + (0.45 if part == "decoder" else 0.0)
+    xe = col / 2 + 0.05
+    xd = (col if enc else 0.45) + col / 2 - 0.05
+    fig, ax = _canvas(width, 13.0)  # cut to the drawing's height at the end
+    y0 = 1.05  # room for the footnote under the inputs
     blocks = {key: (label, code) for key, label, code in TRANSFORMER_DIAGRAM_BLOCKS}
-    width, height = 3.3, 0.62
     centres: dict[str, tuple[float, float]] = {}
+    grey, memory_colour, tied_colour = "#555555", "#b5522b", "#6a3d9a"
 
     def box(key: str, x: float, y: float) -> None:
         label, code = blocks[key]
         patch = FancyBboxPatch(
-            (x - width / 2, y - height / 2),
-            width,
-            height,
-            boxstyle="round,pad=0.02,rounding_size=0.12",
+            (x - bw / 2, y - bh / 2),
+            bw,
+            bh,
+            boxstyle="round,pad=0,rounding_size=0.08",
             facecolor=_DIAGRAM_COLOURS[_diagram_kind(key)],
-            edgecolor="#333333",
+            edgecolor=_EDGE,
             linewidth=1.0,
             gid=key,
+            zorder=2,
         )
         ax.add_patch(patch)
-        ax.text(x, y + 0.12, label, ha="center", va="center", fontsize=8.5)
-        ax.text(x, y - 0.15, code, ha="center", va="center", fontsize=7.5, family="monospace", color="#1f3b73")
+        _text(ax, x, y + 0.11, label, label_pt, zorder=3)
+        _text(ax, x, y - 0.13, code, code_pt, family="monospace", color="#1f3b73", zorder=3)
         centres[key] = (x, y)
-
-    def arrow(start: tuple[float, float], end: tuple[float, float], **kw: Any) -> None:
-        style = dict(arrowstyle="-|>", mutation_scale=10, linewidth=1.0, color="#333333", shrinkA=0, shrinkB=0)
-        ax.add_patch(FancyArrowPatch(start, end, **{**style, **kw}))
 
     def up(a: str, b: str) -> None:
         (xa, ya), (xb, yb) = centres[a], centres[b]
-        arrow((xa, ya + height / 2), (xb, yb - height / 2))
+        _arrow(ax, (xa, ya + bh / 2), (xb, yb - bh / 2))
 
-    def residual(x: float, y_from: float, to: str) -> None:
-        # From below a sub-layer, around its left side, into the Add & Norm block above it.
-        left = x - width / 2 - 0.25
+    def residual(x: float, y_from: float, to: str) -> None:  # around the left of a sub-layer into its Add & Norm
+        left = x - bw / 2 - 0.18
         xt, yt = centres[to]
-        ax.plot([x, left, left], [y_from, y_from, yt], color="#777777", linewidth=1.0)
-        arrow((left, yt), (xt - width / 2, yt), color="#777777")
+        _line(ax, [x, left, left], [y_from, y_from, yt], colour="#777777")
+        _arrow(ax, (left, yt), (xt - bw / 2, yt), colour="#777777")
 
-    def stack(x: float, y0: float, y1: float, n: int | str, layer: str, stack_name: str) -> None:
-        frame = FancyBboxPatch(
-            (x - width / 2 - 0.45, y0),
-            width + 0.9,
-            y1 - y0,
-            boxstyle="round,pad=0.02,rounding_size=0.2",
-            facecolor="#f2f2f2",
-            edgecolor="#555555",
-            linewidth=1.2,
-            zorder=0,
+    def stack(x: float, y_lo: float, y_hi: float, n: int | str, layer: str, name: str) -> None:
+        ax.add_patch(
+            FancyBboxPatch(
+                (x - bw / 2 - 0.3, y_lo),
+                bw + 0.6,
+                y_hi - y_lo,
+                boxstyle="round,pad=0,rounding_size=0.12",
+                facecolor="#f2f2f2",
+                edgecolor=grey,
+                linewidth=1.2,
+                zorder=0,
+            )
         )
-        ax.add_patch(frame)
-        left_side = x < 5
-        edge = x - width / 2 - 0.45 if left_side else x + width / 2 + 0.45
-        sign = -1 if left_side else 1
-        ax.text(
-            edge + sign * 0.25,
-            (y0 + y1) / 2,
-            f"{stack_name}: {n} × {layer}",
-            ha="center",
-            va="center",
-            rotation=90,
-            fontsize=8,
-            family="monospace",
-            color="#1f3b73",
-        )
-        ax.text(edge + sign * 0.7, (y0 + y1) / 2, f"{n}×", ha="center", va="center", fontsize=12)
+        _text(ax, x + 0.12, y_hi - 0.2, f"{name}: {n} × {layer}", code_pt, family="monospace", color="#1f3b73")
+        _text(ax, x - bw / 2 - 0.12, y_hi - 0.2, f"{n}×", 12, weight="bold", ha="left")
 
-    xe, xd = 2.6, 7.4
-    # encoder: inputs, embedding, positions, then the stack
-    ax.text(xe, -0.2, "source ids (batch, seq_s) + </s>", ha="center", va="center", fontsize=8)
-    box("src_embed", xe, 0.75)
-    box("src_pe", xe, 1.75)
-    arrow((xe, 0.0), (xe, 0.75 - height / 2))
-    up("src_embed", "src_pe")
-    ys = {"enc_self": 3.3, "enc_norm1": 4.3, "enc_ffn": 5.5, "enc_norm2": 6.5}
-    for key, y in ys.items():
-        box(key, xe, y)
-    stack(xe, 2.55, 7.05, num_encoder_layers, "EncoderLayer", "Encoder")
-    arrow((xe, 1.75 + height / 2), (xe, 3.3 - height / 2))
-    up("enc_self", "enc_norm1")
-    up("enc_norm1", "enc_ffn")
-    up("enc_ffn", "enc_norm2")
-    residual(xe, 2.75, "enc_norm1")
-    residual(xe, 4.85, "enc_norm2")
-    ax.text(xe + 0.08, 2.8, "Q, K, V", ha="left", va="center", fontsize=7, color="#555555")
-    ax.text(xe + 1.2, 2.8, "padding_mask", ha="center", va="center", fontsize=7, family="monospace", color="#555555")
+    def inputs(x: float, text: str, embed: str, pe: str) -> None:
+        _text(ax, x, y0 + 0.05, text, note_pt)
+        box(embed, x, y0 + 0.75)
+        box(pe, x, y0 + 1.55)
+        _arrow(ax, (x, y0 + 0.25), (x, y0 + 0.75 - bh / 2))
+        up(embed, pe)
 
-    # decoder: shifted target, embedding, positions, then the stack
-    ax.text(xd, -0.2, "target ids shifted right: <s> + y (batch, seq_t)", ha="center", va="center", fontsize=8)
-    box("tgt_embed", xd, 0.75)
-    box("tgt_pe", xd, 1.75)
-    arrow((xd, 0.0), (xd, 0.75 - height / 2))
-    up("tgt_embed", "tgt_pe")
-    yd = {"dec_self": 3.3, "dec_norm1": 4.3, "dec_cross": 5.5, "dec_norm2": 6.5, "dec_ffn": 7.7, "dec_norm3": 8.7}
-    for key, y in yd.items():
-        box(key, xd, y)
-    stack(xd, 2.55, 9.25, num_decoder_layers, "DecoderLayer", "Decoder")
-    arrow((xd, 1.75 + height / 2), (xd, 3.3 - height / 2))
-    for a, b in (("dec_self", "dec_norm1"), ("dec_norm1", "dec_cross"), ("dec_cross", "dec_norm2")):
-        up(a, b)
-    for a, b in (("dec_norm2", "dec_ffn"), ("dec_ffn", "dec_norm3")):
-        up(a, b)
-    residual(xd, 2.75, "dec_norm1")
-    residual(xd, 4.85, "dec_norm2")
-    residual(xd, 7.05, "dec_norm3")
-    ax.text(xd + 1.1, 2.8, "causal_mask", ha="center", va="center", fontsize=7, family="monospace", color="#555555")
-    ax.text(xd + 0.95, 4.95, "Q from here", ha="center", va="center", fontsize=7, color="#555555")
+    layer_lo = y0 + 2.15  # the bottom of both stacks
+    if enc:
+        inputs(xe, "source ids (batch, seq_s) + </s>", "src_embed", "src_pe")
+        ys = {"enc_self": layer_lo + 0.7, "enc_norm1": layer_lo + 1.35, "enc_ffn": layer_lo + 2.3, "enc_norm2": 0.0}
+        ys["enc_norm2"] = ys["enc_ffn"] + 0.8
+        for key, y in ys.items():
+            box(key, xe, y)
+        enc_top = ys["enc_norm2"] + bh / 2 + 0.5
+        stack(xe, layer_lo, enc_top, num_encoder_layers, "EncoderLayer", "Encoder")
+        _arrow(ax, (xe, y0 + 1.55 + bh / 2), (xe, ys["enc_self"] - bh / 2))
+        up("enc_self", "enc_norm1")
+        up("enc_norm1", "enc_ffn")
+        up("enc_ffn", "enc_norm2")
+        residual(xe, layer_lo + 0.15, "enc_norm1")
+        residual(xe, (ys["enc_norm1"] + ys["enc_ffn"]) / 2, "enc_norm2")
+        _text(ax, xe - 0.08, layer_lo + 0.32, "Q, K, V", note_pt, color=grey, ha="right")
+        _text(ax, xe + 0.08, layer_lo + 0.32, "padding_mask", note_pt, family="monospace", color=grey, ha="left")
+    if dec:
+        inputs(xd, "target shifted right: <s> + y (batch, seq_t)", "tgt_embed", "tgt_pe")
+        names = ("dec_self", "dec_norm1", "dec_cross", "dec_norm2", "dec_ffn", "dec_norm3")
+        yd = {}
+        y = layer_lo + 0.7
+        for key in names:
+            yd[key] = y
+            y += 0.95 if "norm" in key else 0.8
+        for key, y in yd.items():
+            box(key, xd, y)
+        dec_top = yd["dec_norm3"] + bh / 2 + 0.5
+        stack(xd, layer_lo, dec_top, num_decoder_layers, "DecoderLayer", "Decoder")
+        _arrow(ax, (xd, y0 + 1.55 + bh / 2), (xd, yd["dec_self"] - bh / 2))
+        for a_key, b_key in itertools.pairwise(names):
+            up(a_key, b_key)
+        residual(xd, layer_lo + 0.15, "dec_norm1")
+        residual(xd, (yd["dec_norm1"] + yd["dec_cross"]) / 2, "dec_norm2")
+        residual(xd, (yd["dec_norm2"] + yd["dec_ffn"]) / 2, "dec_norm3")
+        _text(ax, xd + 0.08, layer_lo + 0.32, "causal_mask", note_pt, family="monospace", color=grey, ha="left")
+        _text(ax, xd + 0.75, (yd["dec_norm1"] + yd["dec_cross"]) / 2, "Q from here", note_pt, color=grey)
+        box("output", xd, dec_top + 0.55)
+        box("softmax", xd, dec_top + 1.35)
+        _arrow(ax, (xd, dec_top), (xd, dec_top + 0.55 - bh / 2))
+        up("output", "softmax")
+        top_y = dec_top + 1.35 + bh / 2 + 0.45
+        _arrow(ax, (xd, dec_top + 1.35 + bh / 2), (xd, top_y - 0.15))
+        _text(ax, xd, top_y, "P(y_t | y_<t, x): (batch, seq_t, vocab)", note_pt)
 
     # the memory: the encoder output feeds every decoder layer's cross-attention (keys and values)
-    mem_y = 7.6
-    ax.plot([xe, xe], [6.5 + height / 2, mem_y], color="#b5522b", linewidth=1.4)
-    ax.plot([xe, 5.0, 5.0], [mem_y, mem_y, 5.5], color="#b5522b", linewidth=1.4)
-    arrow((5.0, 5.5), (xd - width / 2, 5.5), color="#b5522b", linewidth=1.4)
-    memory_label = "memory (batch, seq_s, d_model): keys and values\nof every cross-attention, with padding_mask"
-    ax.text(3.4, mem_y + 0.12, memory_label, ha="center", va="bottom", fontsize=7.5, color="#b5522b")
-
-    # output layer and softmax
-    box("output", xd, 10.35)
-    box("softmax", xd, 11.35)
-    arrow((xd, 9.25), (xd, 10.35 - height / 2))
-    up("output", "softmax")
-    arrow((xd, 11.35 + height / 2), (xd, 12.15))
-    ax.text(xd, 12.35, "P(y_t | y_<t, x): (batch, seq_t, vocab)", ha="center", va="center", fontsize=8)
+    memory_label = "memory (batch, seq_s, d_model):\nkeys and values of every\ncross-attention, with padding_mask"
+    cross_y = centres["dec_cross"][1] if dec else layer_lo + 3.4
+    if enc:
+        mem_y = enc_top + 0.3
+        if dec:
+            x_turn = xe + bw / 2 + 0.42
+            _line(ax, [xe, xe], [centres["enc_norm2"][1] + bh / 2, mem_y], colour=memory_colour, lw=1.5)
+            _line(ax, [xe, x_turn, x_turn], [mem_y, mem_y, cross_y], colour=memory_colour, lw=1.5)
+            _arrow(ax, (x_turn, cross_y), (xd - bw / 2, cross_y), colour=memory_colour, lw=1.5)
+        else:  # up and out: to every decoder layer
+            _arrow(ax, (xe, centres["enc_norm2"][1] + bh / 2), (xe, mem_y + 0.1), colour=memory_colour, lw=1.5)
+            mem_y += 0.1
+        _text(ax, xe - bw / 2 - 0.3, mem_y + 0.12, memory_label, note_pt, color=memory_colour, ha="left", va="bottom")
+    else:
+        _arrow(ax, (0.03, cross_y), (xd - bw / 2, cross_y), colour=memory_colour, lw=1.5)
+        _text(ax, 0.03, cross_y + 0.15, "memory", note_pt, color=memory_colour, ha="left")
 
     # the tied matrix: one table for both embeddings and the output layer
-    tied = dict(color="#6a3d9a", linestyle="--", linewidth=1.0)
-    x_tied = -0.5  # left of the encoder stack and its labels
-    ax.plot([xe - width / 2, x_tied, x_tied, xd - width / 2], [0.75, 0.75, 10.35, 10.35], **tied)
-    ax.text(
-        xe,
-        10.45,
-        "one matrix for src_embed, tgt_embed and output\n(share_embeddings=True)",
-        ha="center",
-        va="bottom",
-        fontsize=7.5,
-        color="#6a3d9a",
+    tied_note = "one matrix for src_embed, tgt_embed\nand output (share_embeddings=True)"
+    if enc and dec:
+        x_tied = 0.08
+        out_y = centres["output"][1]
+        _line(
+            ax,
+            [xe - bw / 2, x_tied, x_tied, xd - bw / 2],
+            [centres["src_embed"][1]] * 2 + [out_y] * 2,
+            colour=tied_colour,
+            ls="--",
+        )
+        _text(ax, xe - bw / 2 - 0.3, out_y + 0.12, tied_note, note_pt, color=tied_colour, ha="left", va="bottom")
+    elif dec:
+        _text(ax, xd, top_y + 0.5, "output tied to the embeddings\n(share_embeddings=True)", note_pt, color=tied_colour)
+        top_y += 0.75
+    footnote = (
+        "lib.transformer.Transformer: post-LN, as in the paper; norm_first=True puts each LayerNorm\n"
+        "before its sub-layer and adds one after each stack (the capstone's pre-LN model)"
+        if enc and dec
+        else "lib.transformer.Transformer: post-LN, as in the paper;\nnorm_first=True: pre-LN (the capstone)"
     )
-    ax.text(
-        xe,
-        12.9,
-        "lib.transformer.Transformer (post-LN, as in the paper; norm_first=True puts each LayerNorm\n"
-        "before its sub-layer and adds one after each stack, the capstone's pre-LN model)",
-        ha="center",
-        va="center",
-        fontsize=7.5,
-        color="#333333",
-    )
+    _text(ax, width / 2, 0.45, footnote, note_pt, color="#333333")
+    if not dec:
+        top_y = mem_y + 0.85
+    wrapped = (title if part == "both" else "\n".join(textwrap.wrap(title, 42))) if title else ""
+    height = top_y + 0.25 + (0.3 + 0.2 * (wrapped.count("\n") + 1) if title else 0.0)
+    fig.set_size_inches(width, height)
+    ax.set_ylim(0, height)
+    if title:
+        _text(ax, width / 2, height - 0.15, wrapped, _FONT + 1, weight="bold", va="top")
     return fig
 
 

@@ -34,7 +34,7 @@ from torch import nn
 from .bpe import multi30k_tokenizer
 from .data import encode_pairs, load_multi30k, make_batches, pad_batch
 from .decode import greedy_decode
-from .files import atomic_torch_save, atomic_write_text
+from .files import atomic_torch_save, atomic_write_text, strict_json
 from .gpt import GPT, GPTConfig, lm_loss
 from .lm import gpt_sequences, sentence_batches
 from .metrics import bleu_by_length
@@ -658,4 +658,4 @@ def save_modern_results(extrapolation: dict, language_models: dict, path: str | 
         The path written.
     """
     data = dict(version=_MODERN_VERSION, extrapolation=extrapolation, language_models=language_models, **extra)
-    return atomic_write_text(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    return atomic_write_text(path, strict_json(data, indent=1, ensure_ascii=False, nan="error"))  # no bare NaN

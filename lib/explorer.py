@@ -33,6 +33,7 @@ import anywidget
 import torch
 import traitlets
 
+from .files import strict_json
 from .interfaces import EncoderDecoder
 from .translate import translation_attention
 
@@ -168,7 +169,8 @@ def explorer_json(data: dict) -> str:
     """
     if not isinstance(data, dict):
         raise TypeError(f"data must be a dict from explorer_data, got {type(data).__name__}")
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+    text = strict_json(data, ensure_ascii=False, separators=(",", ":"), nan="error").rstrip("\n")  # no bare NaN
+    return text.replace("<", "\\u003c")
 
 
 def _check_data(data: dict) -> None:
@@ -204,7 +206,9 @@ class ExplorerWidget(anywidget.AnyWidget):
         _check_data(data)
         if view is not None and not isinstance(view, dict):
             raise TypeError(f"view must be a dict such as {{'kind': 'encoder', 'head': 0}}, got {type(view).__name__}")
-        super().__init__(data_json=explorer_json(data), view_json=json.dumps(view or {}), **kwargs)
+        super().__init__(
+            data_json=explorer_json(data), view_json=strict_json(view or {}, nan="error").rstrip("\n"), **kwargs
+        )
 
     @property
     def data(self) -> dict:

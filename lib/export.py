@@ -61,7 +61,7 @@ from .checkpoint import enclosing_folder, load_run
 from .files import FolderInUse, atomic_write, atomic_write_text, lock_folder, sha256_file, strict_json
 from .special_tokens import BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS, UNK_ID
 from .transformer import Transformer
-from .translate import clean_text, plain_text_tokenizer, text_pieces
+from .translate import DOMAIN_RULE, clean_text, plain_text_tokenizer, split_sentences, text_pieces
 
 __all__ = [
     "DTYPES",
@@ -386,6 +386,8 @@ def export_onnx(run_dir: str | Path, out_dir: str | Path, dtype: str = "fp16") -
             "tgt starts as [<s>]; for at most min(floor(1.5 * len(src)) + 10, max_len) steps append "
             "argmax(logits) and stop after </s>"
         ),
+        # lib.translate's out-of-domain rule, so that the live page flags what the command line flags
+        "domain": DOMAIN_RULE,
         "source": {
             "run": Path(run_dir).name,
             "manifest_sha256": sha256_file(source_manifest) if source_manifest.is_file() else None,
@@ -488,7 +490,8 @@ class OnnxTranslator:
             sentences: German sentences.
 
         Returns:
-            One English translation per sentence (``""`` for a blank one; a too-long one in pieces, joined).
+            One English translation per sentence (``""`` for a blank one; a paragraph sentence by sentence and a
+            too-long sentence in pieces, joined with spaces).
 
         Raises:
             ValueError: ``sentences`` is a single str.
@@ -497,7 +500,11 @@ class OnnxTranslator:
             raise ValueError("sentences must be a list of str, got a single str (pass [sentence])")
         out = []
         for sentence in sentences:
-            pieces, _ = text_pieces(self._plain, clean_text(sentence), self.max_len - 1)
+            pieces = [  # sentence by sentence, as lib.translate.translate
+                p
+                for s in split_sentences(clean_text(sentence))
+                for p in text_pieces(self._plain, s, self.max_len - 1)[0]
+            ]
             texts = [decode(self.tokenizer, self.greedy(p)[0]) for p in pieces]
             out.append(texts[0] if len(texts) == 1 else " ".join(t for t in texts if t))
         return out

@@ -24,6 +24,7 @@ import math
 import os
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -122,18 +123,27 @@ def atomic_torch_save(obj: Any, path: str | os.PathLike) -> Path:
     return atomic_write(path, lambda f: torch.save(obj, f))
 
 
-def _finite_or_null(value: Any) -> Any:
+def _finite_or_null(value: Any, where: str, found: list[str]) -> Any:
+    """``value`` with every NaN and infinity replaced by None; their paths (``$.history[3].val_loss``) in ``found``."""
     if isinstance(value, float) and not math.isfinite(value):
+        found.append(where)
         return None
     if isinstance(value, dict):
-        return {k: _finite_or_null(v) for k, v in value.items()}
+        return {k: _finite_or_null(v, f"{where}.{k}", found) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_finite_or_null(v) for v in value]
+        return [_finite_or_null(v, f"{where}[{i}]", found) for i, v in enumerate(value)]
     return value
 
 
-def strict_json(value: Any, indent: int | None = None) -> str:
-    """``value`` as strict JSON, which every parser reads: a NaN or an infinity becomes ``null``.
+def strict_json(
+    value: Any,
+    indent: int | None = None,
+    *,
+    ensure_ascii: bool = True,
+    separators: tuple[str, str] | None = None,
+    nan: str = "null",
+) -> str:
+    """``value`` as strict JSON, which every parser reads: a NaN or an infinity becomes ``null`` (or an error).
 
     ``json.dumps`` writes them as bare ``NaN`` and ``Infinity``, which are not JSON (browsers and ``jq`` refuse
     the file).
@@ -141,11 +151,30 @@ def strict_json(value: Any, indent: int | None = None) -> str:
     Args:
         value: plain values (dicts, lists, tuples, strings, numbers, booleans, None).
         indent: as ``json.dumps``'s.
+        ensure_ascii: as ``json.dumps``'s.
+        separators: as ``json.dumps``'s.
+        nan: what a NaN or an infinity becomes: ``"null"``; ``"warn"``, null with a ``UserWarning`` naming where
+            (the reason a reader finds a null); ``"error"``, a ``ValueError`` naming where (nothing is written).
 
     Returns:
         The JSON text, ending with a newline.
+
+    Raises:
+        ValueError: ``nan`` is not one of the three; with ``nan="error"``, a NaN or an infinity in ``value``.
     """
-    return json.dumps(_finite_or_null(value), indent=indent, allow_nan=False) + "\n"
+    if nan not in ("null", "warn", "error"):
+        raise ValueError(f"nan must be 'null', 'warn' or 'error', got {nan!r}")
+    found: list[str] = []
+    clean = _finite_or_null(value, "$", found)
+    if found and nan == "error":
+        raise ValueError(f"{len(found)} NaN or infinite values, which JSON cannot hold, e.g. at {', '.join(found[:3])}")
+    if found and nan == "warn":
+        warnings.warn(
+            f"{len(found)} NaN or infinite values written as null (JSON cannot hold them), e.g. at "
+            f"{', '.join(found[:3])}",
+            stacklevel=2,
+        )
+    return json.dumps(clean, indent=indent, ensure_ascii=ensure_ascii, separators=separators, allow_nan=False) + "\n"
 
 
 def sha256_file(path: str | os.PathLike) -> str:

@@ -19,6 +19,7 @@ import html
 import io
 import itertools
 import json
+import textwrap
 import unicodedata
 import warnings
 from collections.abc import Mapping, Sequence
@@ -43,10 +44,20 @@ __all__ = [
     "plot_distributions",
     "FigureSlider",
     "figure_slider",
+    "describe_figure",
+    "drawn_text_sizes",
+    "smallest_text_pt",
+    "PAGE_COLUMN_PX",
+    "NOTEBOOK_DPI",
 ]
 
 # Cells up to this size get their value written in them when ``annotate=None``.
 _ANNOTATE_MAX = 8
+# Legibility (issue 31): no text under _MIN_PT, and new figures at most _MAX_WIDTH_IN wide, so that a notebook's PNG
+# (100 dpi) fits the page's 688-px column without being scaled down (see smallest_text_pt).
+_MIN_PT = 9.0
+_FONT = 10.0
+_MAX_WIDTH_IN = 6.6  # + the 0.1-in pads of a tight PNG: at most 680 px at 100 dpi
 # Preferred CJK fonts, best first; any other installed font whose name contains one of
 # ``_CJK_NAME_PARTS`` is used after these.
 _CJK_FONTS = (
@@ -254,6 +265,11 @@ def _tick_fontsize(size: int) -> float | None:
     return None
 
 
+def _width_in(text: str, size: float) -> float:
+    """A generous estimate of the printed width of one line of text, in inches (CJK characters count double)."""
+    return _display_width(text) * 0.6 * size / 72.0
+
+
 def _label_pad_in(labels: list[str] | None, fontsize: float) -> float:
     """Rough room (inches) that a column of labels needs, capped."""
     if not labels:
@@ -425,7 +441,9 @@ def plot_attention_grid(
         col_titles: one title per column; default ``"head 0"``, ``"head 1"``, ...
         title: figure title.
         cmap: colormap name.
-        panel_size: width and height of one panel in inches.
+        panel_size: the largest width of one panel in inches. Panels narrow so that the grid fits a page's column
+            (at most 6.6 in, every text at least 9 pt); a panel may be up to 1.5 times as tall as wide so that its
+            query labels fit, and where a label per token still does not fit, every k-th token is labelled.
         vmin, vmax: shared colour limits; ``vmax=None`` uses the largest weight in the grid.
         xlabel, ylabel: figure-level axis titles.
 
@@ -452,38 +470,85 @@ def plot_attention_grid(
         finite = w[np.isfinite(w)]
         vmax = float(finite.max()) if finite.size else 1.0
 
-    x_font = _tick_fontsize(seq_k) or 8.0
-    y_font = _tick_fontsize(seq_q) or 8.0
-    rotate = _should_rotate(xl, 0.85 * panel_size / seq_k, x_font)
-    width = cols * panel_size + _label_pad_in(yl, y_font) + 1.7
-    height = rows * panel_size + 0.6 + (_label_pad_in(xl, x_font) if rotate else 0.2)
-    height += 0.3 if title else 0.0
+    # Fit the page: the grid is at most _MAX_WIDTH_IN wide, so that it is not scaled down on a page, and every text
+    # is at least _MIN_PT. Panels narrow to fit; a panel may be taller than wide, so that its query labels fit; where
+    # the cells are still too small for one label each, every k-th token is labelled (fewer ticks, never smaller).
+    row_pad = max((_display_width(t) for t in rt), default=0) > 0
+    overhead = _label_pad_in(yl, _MIN_PT) + (0.35 if ylabel else 0.0) + (0.35 if row_pad else 0.0) + 0.75
+    # One row of many panels (e.g. 8 heads) wraps onto several rows of at most 4, each panel with its title.
+    per_row = cols if rows > 1 or cols <= 4 else int(np.ceil(cols / np.ceil(cols / 4)))
+    grid_rows, grid_cols = (rows, cols) if per_row == cols else (int(np.ceil(cols / per_row)), per_row)
+    panel_w = max(0.5, min(panel_size, (_MAX_WIDTH_IN - overhead) / grid_cols))
+    rotate = _should_rotate(xl, 0.9 * panel_w / seq_k, _MIN_PT)
+    line_in = 1.3 * _MIN_PT / 72.0  # the room one tick label needs across its axis
+    panel_h = panel_w
+    if yl is not None:
+        panel_h = min(max(panel_w, seq_q * line_in), 1.5 * panel_w, 2.6)
+    x_room = line_in if (rotate or xl is None) else max(_display_width(s) for s in xl) * 0.6 * _MIN_PT / 72.0 + 0.05
+    x_step = max(1, int(np.ceil(seq_k * x_room / (0.9 * panel_w)))) if xl is not None else 1
+    y_step = max(1, int(np.ceil(seq_q * line_in / (0.9 * panel_h)))) if yl is not None else 1
+    width = grid_cols * panel_w + overhead
+    title_h = 0.35 if any(ct) else 0.0
+    height = grid_rows * (panel_h + (title_h if per_row != cols else 0.0)) + 0.35 + (0.3 if xlabel else 0.0) + title_h
+    height += _label_pad_in(xl, _MIN_PT) if rotate else 0.3
+    height += 0.35 if title else 0.0
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=_GLYPH_WARNING, category=UserWarning)
         fig = Figure(figsize=(width, height), layout="constrained")
-        axes = fig.subplots(rows, cols, squeeze=False, sharex=True, sharey=True)
+        grid = fig.subplots(grid_rows, grid_cols, squeeze=False, sharex=True, sharey=True)
+        for extra in grid.flat[rows * cols :]:  # the empty end of a wrapped row
+            fig.delaxes(extra)
+        axes = grid.reshape(-1)[: rows * cols].reshape(rows, cols)
         im = None
         for r in range(rows):
             for c in range(cols):
                 ax = axes[r, c]
+                k = r * cols + c  # its place in the drawn grid
+                gr, gc = divmod(k, grid_cols)
                 im = ax.imshow(w[r, c], cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest")
-                _set_ticks(ax, "x", xl, seq_k, rotate=rotate, fontsize=x_font)
-                _set_ticks(ax, "y", yl, seq_q, fontsize=y_font)
-                ax.tick_params(labelbottom=(r == rows - 1), labelleft=(c == 0), labelsize=7)
-                if r == 0:
-                    ax.set_title(ct[c], fontsize=9)
-                if c == cols - 1:  # row titles in the right margin, like facet strips
+                _set_thinned_ticks(ax, "x", xl, seq_k, x_step, rotate=rotate, bins=max(2, int(panel_w / 0.35)))
+                _set_thinned_ticks(ax, "y", yl, seq_q, y_step, bins=max(2, int(panel_h / 0.3)))
+                last = k + grid_cols >= rows * cols  # no panel below it
+                ax.tick_params(labelbottom=last, labelleft=(gc == 0), labelsize=_MIN_PT)
+                if (r == 0 or per_row != cols) and ct[c]:
+                    ax.set_title(ct[c], fontsize=_FONT if _width_in(ct[c], _FONT) <= panel_w else _MIN_PT)
+                if (c == cols - 1 or (per_row != cols and gr == 0 and gc == grid_cols - 1)) and rt[r]:
                     ax.yaxis.set_label_position("right")
-                    ax.set_ylabel(rt[r], fontsize=9, rotation=270, labelpad=12)
+                    ax.set_ylabel(rt[r], fontsize=_FONT, rotation=270, labelpad=12)
         if xlabel:
-            fig.supxlabel(xlabel, fontsize=9)
+            fig.supxlabel(xlabel, fontsize=_FONT)
         if ylabel:
-            fig.supylabel(ylabel, fontsize=9)
+            fig.supylabel(ylabel, fontsize=_FONT)
         if title:
-            fig.suptitle(title)
-        fig.colorbar(im, ax=axes, shrink=min(1.0, 0.6 + 0.2 * rows), fraction=0.04, pad=0.02)
+            fig.suptitle(title, fontsize=_FONT + 1)
+        drawn = [ax for ax in grid.flat if ax.figure is fig and ax in fig.axes]
+        bar = fig.colorbar(im, ax=drawn, shrink=min(1.0, 0.6 + 0.2 * grid_rows), fraction=0.04, pad=0.02)
+        bar.ax.tick_params(labelsize=_MIN_PT)
+        bar.ax.yaxis.set_major_locator(MaxNLocator(nbins=min(6, max(2, int(grid_rows * panel_h / 0.5)))))
     return fig
+
+
+def _set_thinned_ticks(
+    ax: Any, axis: str, labels: list[str] | None, size: int, step: int, rotate: bool = False, bins: int = 5
+) -> None:
+    """Label every ``step``-th position with its label (all of them when ``step`` is 1), at least _MIN_PT."""
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    if labels is None:
+        target.set_major_locator(MaxNLocator(nbins=bins, integer=True, steps=[1, 2, 5, 10]))
+        return
+    ticks = np.arange(0, size, step)
+    shown = [labels[i] for i in ticks]
+    if axis == "x":
+        ax.set_xticks(ticks)
+        texts = ax.set_xticklabels(shown, rotation=90 if rotate else 0)
+    else:
+        ax.set_yticks(ticks)
+        texts = ax.set_yticklabels(shown)
+    families = _label_families(labels)
+    if families is not None:
+        for text in texts:
+            text.set_fontfamily(families)
 
 
 def _beam_tree_depths(parents: list[int]) -> list[int]:
@@ -506,13 +571,20 @@ def plot_beam_tree(
     *,
     title: str | None = None,
     highlight: str = "C3",
+    prune: bool = True,
+    end: str = "</s>",
+    steps_per_row: int | None = None,
 ) -> Figure:
     """The hypothesis tree of one beam search: one node per kept hypothesis, the returned one highlighted.
 
     Nodes are placed by step (x, left to right) and drawn as their token with the summed log-probability of the
     hypothesis they end; each node is joined to the hypothesis it extends. Leaves are stacked top to bottom in
-    depth-first order and a parent sits at the mean height of its children, so branches that beam search pruned
-    end early.
+    depth-first order and a parent sits at the mean height of its children.
+
+    To stay legible on a page (text at least 9 pt, at most 6.6 in wide), the tree is pruned and wrapped: with
+    ``prune`` only the hypotheses that finished (leaves labelled ``end``) and the returned one are drawn, with the
+    branches beam search dropped from each node collapsed into a grey ``+N``; a tree of more steps than fit one
+    row continues in the row below, whose first column repeats the last column of the row above.
 
     Args:
         labels: one token string per node (node 0 is the root, e.g. ``"<s>"``).
@@ -522,14 +594,18 @@ def plot_beam_tree(
             no path.
         title: figure title.
         highlight: colour of the chosen path.
+        prune: draw only the paths to finished hypotheses (and ``best_path``), the other branches as ``+N``;
+            a tree without a leaf labelled ``end`` is drawn whole.
+        end: the label of the token that finishes a hypothesis.
+        steps_per_row: columns (steps) per row; None fits as many as the page's width holds.
 
     Returns:
-        The Figure, one axes: x = step, one text box per node, one line per edge.
+        The Figure, one axes per row of steps: x = step, one text box per drawn node, one line per drawn edge.
 
     Raises:
         ValueError: labels, parents and scores differ in length or are empty; parents that do not form a tree
             rooted at node 0 (as above); a best path that does not start at the root or whose nodes are not each
-            the previous one's child.
+            the previous one's child; ``steps_per_row`` under 2.
     """
     names = [str(label) for label in labels]
     parent_list = [int(p) for p in parents]
@@ -548,9 +624,13 @@ def plot_beam_tree(
         for a, b in itertools.pairwise(path):
             if parent_list[b] != a:
                 raise ValueError(f"best_path must follow parent → child edges, but node {b}'s parent is not {a}")
+    if steps_per_row is not None and (isinstance(steps_per_row, bool) or int(steps_per_row) < 2):
+        raise ValueError(f"steps_per_row must be an int of at least 2 (or None), got {steps_per_row!r}")
     children: list[list[int]] = [[] for _ in range(n)]
     for i, p in enumerate(parent_list[1:], start=1):
         children[p].append(i)
+    keep, dropped = _beam_tree_kept(names, parent_list, children, path, end if prune else None)
+    children = [[c for c in kids if c in keep] for kids in children]
     y = [0.0] * n
     leaves = 0
 
@@ -568,49 +648,102 @@ def plot_beam_tree(
     on_path = set(path)
     path_edges = set(itertools.pairwise(path))
     families = _label_families(names)
-    steps = max(depth)
+    steps = max(depth[i] for i in keep)
+    texts = {i: names[i] if i == 0 else f"{names[i]}\n{score_arr[i]:.2f}" for i in keep}
+    col_in = max(_width_in(line, _MIN_PT) for t in texts.values() for line in t.split("\n")) + 0.2
+    per_row = int(steps_per_row) if steps_per_row is not None else max(2, int((_MAX_WIDTH_IN - 0.3) // col_in))
+    if steps + 1 <= per_row:
+        bands = [(0, steps)]
+    else:  # rows of about equal length; each after the first repeats the last column of the row before
+        size = int(np.ceil(steps / np.ceil(steps / (per_row - 1))))
+        bands = [(lo, min(lo + size, steps)) for lo in range(0, steps, size)]
+    columns = max(hi - lo + 1 for lo, hi in bands)
+    spans = [
+        (min(y[i] for i in keep if lo <= depth[i] <= hi), max(y[i] for i in keep if lo <= depth[i] <= hi))
+        for lo, hi in bands
+    ]
+    row_in = 0.5
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=_GLYPH_WARNING, category=UserWarning)
-        height = 0.5 * leaves + 1.0 + (0.3 if title else 0.0)
-        fig = Figure(figsize=(1.4 * (steps + 1) + 0.8, height), layout="constrained")
-        ax = fig.add_subplot()
-        for i, p in enumerate(parent_list[1:], start=1):
-            best = (p, i) in path_edges
-            ax.plot(
-                [depth[p], depth[i]],
-                [y[p], y[i]],
-                color=highlight if best else "0.6",
-                lw=2.5 if best else 1.0,
-                zorder=1,
-            )
-        for i in range(n):
-            text = names[i] if i == 0 else f"{names[i]}\n{score_arr[i]:.2f}"
-            ax.text(
-                depth[i],
-                y[i],
-                text,
-                ha="center",
-                va="center",
-                fontsize=8,
-                family=families,
-                zorder=2,
-                bbox=dict(
-                    boxstyle="round,pad=0.25",
-                    facecolor="white",
-                    edgecolor=highlight if i in on_path else "0.6",
-                    lw=1.8 if i in on_path else 0.8,
-                ),
-            )
-        ax.set_xlim(-0.5, steps + 0.5)
-        ax.set_ylim(leaves - 0.5, -0.5)  # first leaf at the top
-        ax.set_xticks(range(steps + 1))
-        ax.set_xlabel("step t (token position)")
-        ax.set_yticks([])
-        for side in ("left", "right", "top"):
-            ax.spines[side].set_visible(False)
+        band_h = [row_in * (top - bottom + 1.2) + 0.35 for bottom, top in spans]
+        height = sum(band_h) + (0.35 if title else 0.0) + (0.3 if any(dropped) else 0.0)
+        fig = Figure(figsize=(col_in * columns + 0.3, height), layout="constrained")
+        axes = fig.subplots(len(bands), 1, squeeze=False, gridspec_kw={"height_ratios": band_h})[:, 0]
+        for ax, (lo, hi), (bottom, top) in zip(axes, bands, spans):
+            for i in sorted(keep):
+                p = parent_list[i]
+                if i == 0 or not (lo <= depth[p] and depth[i] <= hi):
+                    continue
+                best = (p, i) in path_edges
+                ax.plot(
+                    [depth[p], depth[i]],
+                    [y[p], y[i]],
+                    color=highlight if best else "0.6",
+                    lw=2.5 if best else 1.0,
+                    zorder=1,
+                )
+            for i in sorted(keep):
+                if not lo <= depth[i] <= hi:
+                    continue
+                ax.text(
+                    depth[i],
+                    y[i],
+                    texts[i],
+                    ha="center",
+                    va="center",
+                    fontsize=_MIN_PT,
+                    family=families,
+                    zorder=2,
+                    bbox=dict(
+                        boxstyle="round,pad=0.25",
+                        facecolor="white",
+                        edgecolor=highlight if i in on_path else "0.6",
+                        lw=1.8 if i in on_path else 0.8,
+                    ),
+                )
+                if dropped[i] and (depth[i] < hi or hi == steps):
+                    ax.plot([depth[i], depth[i] + 0.5], [y[i], y[i] + 0.5], color="0.6", lw=0.8, ls=":", zorder=0)
+                    ax.text(
+                        depth[i] + 0.5,
+                        y[i] + 0.5,
+                        f"+{dropped[i]}",
+                        ha="center",
+                        va="center",
+                        fontsize=_MIN_PT,
+                        color="0.35",
+                        zorder=2,
+                    )
+            ax.set_xlim(lo - 0.5, lo + columns - 0.5)
+            ax.set_ylim(top + 0.6, bottom - 0.6)  # first leaf at the top
+            ax.set_xticks(range(lo, hi + 1))
+            ax.tick_params(labelsize=_MIN_PT)
+            ax.set_yticks([])
+            for side in ("left", "right", "top"):
+                ax.spines[side].set_visible(False)
+        note = "; +N: hypotheses dropped from the beam there" if any(dropped) else ""
+        axes[-1].set_xlabel(f"step t (token position){note}", fontsize=_FONT)
         if title:
-            ax.set_title(title)
+            axes[0].set_title(title, fontsize=_FONT + 1)
     return fig
+
+
+def _beam_tree_kept(
+    names: list[str], parents: list[int], children: list[list[int]], path: list[int], end: str | None
+) -> tuple[set[int], list[int]]:
+    """The nodes drawn (all, or the paths to leaves labelled ``end`` and ``path``); per node, its dropped children."""
+    n = len(names)
+    finished = [i for i in range(n) if not children[i] and names[i] == end] if end is not None else []
+    if not finished:
+        return set(range(n)), [0] * n
+    keep: set[int] = set(path)
+    for leaf in finished:
+        i = leaf
+        while i != -1 and i not in keep:
+            keep.add(i)
+            i = parents[i]
+    keep.add(0)
+    dropped = [sum(1 for c in children[i] if c not in keep) if i in keep else 0 for i in range(n)]
+    return keep, dropped
 
 
 def plot_positional_encoding(
@@ -665,11 +798,12 @@ def plot_curves(
 
     Args:
         curves: mapping ``name -> (xs, ys)``, each a 1-D array, list or tensor of equal length;
-            the name goes into the legend. Curves with at most 20 points get markers.
+            the name goes into the legend, right of the axes (where it hides no curve; names wrapped at 28
+            characters). Curves with at most 20 points get markers.
         xlabel, ylabel: axis titles.
         title: axes title.
         logy: logarithmic y axis (all ys must then be positive).
-        figsize: ``(width, height)`` in inches; default ``(5, 3.2)``.
+        figsize: ``(width, height)`` in inches; default 3.2 in tall and as wide as the legend needs, at most 6.6.
 
     Returns:
         The Figure; ``fig.axes[0].lines[i]`` is the i-th curve in the mapping's order.
@@ -695,7 +829,11 @@ def plot_curves(
             raise ValueError(f"logy=True needs positive ys, but curves[{name!r}] has ys <= 0")
         data.append((str(name), xs, ys))
 
-    fig = Figure(figsize=figsize or (5.0, 3.2), layout="constrained")
+    # The legend sits right of the axes, where it hides no curve; long names wrap, and the figure widens for it
+    # (at most 6.6 in, so that a page shows it at full size).
+    wrapped = ["\n".join(textwrap.wrap(name, 28)) or name for name, _, _ in data]
+    legend_in = max(_width_in(line, _FONT) for w in wrapped for line in w.split("\n")) + 0.45
+    fig = Figure(figsize=figsize or (min(_MAX_WIDTH_IN, 4.6 + legend_in), 3.2), layout="constrained")
     ax = fig.add_subplot()
     for name, xs, ys in data:
         ax.plot(xs, ys, label=name, marker="o" if xs.size <= 20 else None, markersize=4)
@@ -706,7 +844,7 @@ def plot_curves(
     if title:
         ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(frameon=False)
+    ax.legend(ax.lines, wrapped, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return fig
 
 
@@ -895,6 +1033,7 @@ class FigureSlider:
         index: the frame shown first (``0 <= index < n``).
         alt: the images' alternative text; ``{value}`` is replaced by the frame's label.
         uid: the HTML id of the slider's container (unique within one page).
+        alts: one alternative text per frame (a description of that figure); empty: ``alt`` for every frame.
     """
 
     name: str
@@ -903,15 +1042,25 @@ class FigureSlider:
     index: int
     alt: str
     uid: str
+    alts: tuple[str, ...] = ()
+
+    def frame_alts(self) -> list[str]:
+        """The alternative text of every frame.
+
+        Returns:
+            One string per frame, in slider order: ``alts``, or ``alt`` with each frame's label for ``{value}``.
+        """
+        if self.alts:
+            return list(self.alts)
+        return [self.alt.replace("{value}", v) for v in self.labels]
 
     def _repr_html_(self) -> str:
         urls = ["data:image/png;base64," + base64.b64encode(f).decode("ascii") for f in self.frames]
         name = html.escape(self.name)
         label = html.escape(self.labels[self.index])
-        alt = html.escape(self.alt.replace("{value}", self.labels[self.index]))
-        data = json.dumps(
-            {"frames": urls, "labels": list(self.labels), "alts": [self.alt.replace("{value}", v) for v in self.labels]}
-        )
+        alts = self.frame_alts()
+        alt = html.escape(alts[self.index])
+        data = json.dumps({"frames": urls, "labels": list(self.labels), "alts": alts})
         # The data sits in a JSON script (not executed); the small script below reads it, so the
         # page needs no library and no network.
         return (
@@ -965,8 +1114,10 @@ def figure_slider(
         name: what the slider sets, e.g. ``"T"`` or ``"head"``.
         index: the position in ``values`` shown first.
         fmt: ``fmt(value) -> str``, the label shown for a value (default ``str``).
-        alt: alternative text of the image, ``{value}`` replaced by the label; default
-            ``"<name> = {value>"``.
+        alt: the start of each frame's alternative text, ``{value}`` replaced by the frame's label (e.g.
+            ``"Cross-attention of the last decoder layer, head {value}"``); the description of the frame's figure
+            (:func:`describe_figure`: titles, axes, legend) and the slider's setting follow it. None: the
+            description and the setting alone.
         dpi: resolution of the PNG frames, in dots per inch.
 
     Returns:
@@ -983,7 +1134,7 @@ def figure_slider(
         raise ValueError(f"index must be in [0, {len(values) - 1}] (one of the {len(values)} values), got {index}")
     if dpi <= 0:
         raise ValueError(f"dpi must be positive, got {dpi}")
-    frames, labels = [], []
+    frames, labels, alts = [], [], []
     for value in values:
         fig = view(value)
         if not hasattr(fig, "savefig"):
@@ -992,9 +1143,13 @@ def figure_slider(
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=_GLYPH_WARNING, category=UserWarning)
             fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+        label = str(fmt(value))
+        lead = alt.replace("{value}", label).rstrip(". ") + ". " if alt else ""
+        what = describe_figure(fig)
+        alts.append(f"{lead}{what} Slider {name} set to {label} (frame {len(frames) + 1} of {len(values)}).")
         _close_if_pyplot(fig)
         frames.append(buf.getvalue())
-        labels.append(str(fmt(value)))
+        labels.append(label)
     uid = "figure-slider-" + _digest(name, labels, frames)
     return FigureSlider(
         name=name,
@@ -1003,7 +1158,81 @@ def figure_slider(
         index=index,
         alt=alt if alt is not None else f"{name} = {{value}}",
         uid=uid,
+        alts=tuple(alts),
     )
+
+
+def describe_figure(fig: Any, most: int = 6) -> str:
+    """A plain-text description of a figure for its alternative text: what a reader who cannot see it is shown.
+
+    Read from the figure itself: its suptitle, then per axes (colorbars skipped) the kind of plot (heat map, lines,
+    bars), its title, its axis labels with the first tick labels of a category axis, and its legend entries.
+
+    Args:
+        fig: a matplotlib Figure.
+        most: at most this many axes, tick labels and legend entries are named (the rest are counted).
+
+    Returns:
+        One or a few sentences, e.g. ``"Bar chart 'P(next token)': x axis next token (▁people, ▁men, …), y axis
+        probability; legend: T = 0.5, T = 1."``.
+    """
+    parts = []
+    sup = getattr(fig, "_suptitle", None)
+    if sup is not None and sup.get_text().strip():
+        parts.append(f"Figure '{_one_line(sup.get_text())}'.")
+    plots = [ax for ax in fig.axes if ax.get_visible() and not _is_colorbar(ax)]
+    if len(plots) > most:
+        kinds = sorted({_axes_kind(ax) for ax in plots})
+        parts.append(f"A grid of {len(plots)} panels ({', '.join(kinds)}).")
+        shown = plots[:1]
+        titles = [_one_line(ax.get_title()) for ax in plots if ax.get_title().strip()]
+        if titles:
+            parts.append(f"Panels titled {', '.join(titles[:most])}{', …' if len(titles) > most else ''}.")
+    else:
+        shown = plots
+    for ax in shown:
+        bits = []
+        title = _one_line(ax.get_title())
+        head = _axes_kind(ax).capitalize() + (f" '{title}'" if title else "")
+        for axis, name in ((ax.xaxis, "x"), (ax.yaxis, "y")):
+            label = _one_line(axis.get_label().get_text())
+            ticks = [_one_line(t.get_text()) for t in axis.get_ticklabels() if t.get_text().strip()]
+            words = [t for t in ticks if not _is_number(t)]
+            if label or words:
+                named = f" ({', '.join(words[:most])}{', …' if len(words) > most else ''})" if words else ""
+                bits.append(f"{name} axis {label or 'labels'}{named}".rstrip())
+        legend = ax.get_legend()
+        entries = [_one_line(t.get_text()) for t in legend.get_texts()] if legend is not None else []
+        if entries:
+            bits.append(f"legend: {', '.join(entries[:most])}{', …' if len(entries) > most else ''}")
+        parts.append(head + (": " + "; ".join(bits) if bits else "") + ".")
+    return " ".join(parts) if parts else "A figure without text."
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text.replace("−", "-"))
+    except ValueError:
+        return False
+    return True
+
+
+def _is_colorbar(ax: Any) -> bool:
+    return getattr(ax, "_colorbar", None) is not None or ax.get_label() == "<colorbar>"
+
+
+def _axes_kind(ax: Any) -> str:
+    if ax.images:
+        return "heat map"
+    if ax.containers and any(type(c).__name__ == "BarContainer" for c in ax.containers):
+        return "bar chart"
+    if ax.lines:
+        return "line plot"
+    return "diagram" if ax.texts or ax.patches else "empty panel"
 
 
 def _digest(name: str, labels: Sequence[str], frames: Sequence[bytes]) -> str:
@@ -1024,3 +1253,82 @@ def _close_if_pyplot(fig: Any) -> None:
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is not None and getattr(fig, "number", None) is not None and plt.fignum_exists(fig.number):
         plt.close(fig)
+
+
+# --------------------------------------------------------------------------------------------
+# Legibility: how large a figure's text is where the reader sees it
+# --------------------------------------------------------------------------------------------
+
+#: The content column of a page of the website, in CSS pixels, on a desktop (an image wider than this is scaled down).
+PAGE_COLUMN_PX = 688
+#: The resolution at which a notebook shows a figure (matplotlib's default ``figure.dpi``, which the inline backend
+#: keeps), and so the width in pixels of the PNG the website shows.
+NOTEBOOK_DPI = 100
+
+
+def drawn_text_sizes(fig: Any, *, dpi: float = NOTEBOOK_DPI) -> tuple[list[tuple[float, str]], float]:
+    """Every piece of text a figure draws, with its font size, and the width of the PNG a notebook shows.
+
+    The figure is drawn once with a renderer that records each string it is asked to draw (titles, labels, tick
+    labels that fall inside the view, legend entries, annotations), so hidden or clipped-away text does not count.
+
+    Args:
+        fig: a matplotlib Figure.
+        dpi: the resolution of the PNG (a notebook's is :data:`NOTEBOOK_DPI`).
+
+    Returns:
+        ``(sizes, width_px)``: ``sizes`` is a list of ``(points, text)``, one per drawn string; ``width_px`` is the
+        width of the PNG saved with ``bbox_inches="tight"`` (as a notebook and :func:`figure_slider` save it).
+
+    Raises:
+        ValueError: ``fig`` is not a matplotlib Figure.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    if not hasattr(fig, "savefig"):
+        raise ValueError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    original_dpi = fig.dpi
+    fig.set_dpi(dpi)
+    try:
+        renderer = canvas.get_renderer()
+        drawn: list[tuple[float, str]] = []
+        draw_text = renderer.draw_text
+
+        def record(gc: Any, x: float, y: float, s: str, prop: Any, angle: float, *args: Any, **kw: Any) -> Any:
+            if s.strip():
+                drawn.append((float(prop.get_size_in_points()), s))
+            return draw_text(gc, x, y, s, prop, angle, *args, **kw)
+
+        renderer.draw_text = record
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=_GLYPH_WARNING, category=UserWarning)
+            fig.draw(renderer)
+            del renderer.draw_text
+            bbox = fig.get_tightbbox(renderer)
+        width_px = (bbox.width + 2 * float(rcParams["savefig.pad_inches"])) * dpi
+    finally:
+        fig.set_dpi(original_dpi)
+    return drawn, width_px
+
+
+def smallest_text_pt(fig: Any, *, dpi: float = NOTEBOOK_DPI, column_px: float = PAGE_COLUMN_PX) -> float:
+    """The smallest text of a figure, in points, as a reader sees it on a page ``column_px`` pixels wide.
+
+    A figure whose PNG (``width in inches × dpi`` pixels) is wider than the column is scaled down to fit it, and its
+    text with it: a 7 pt label of a 2,191-px figure is ``7 × 688 / 2191 ≈ 2.2`` pt on a 688-px page. A narrower
+    figure is shown at its own size. The book asks for at least 9 pt at the desktop column (688 px).
+
+    Args:
+        fig: a matplotlib Figure.
+        dpi: the resolution of the PNG the page shows (:data:`NOTEBOOK_DPI` for a notebook's output; a
+            :func:`figure_slider`'s frames use its ``dpi``).
+        column_px: the width of the page's column in pixels (:data:`PAGE_COLUMN_PX`; about 358 on a 390-px phone).
+
+    Returns:
+        ``min(font sizes) × min(1, column_px / png_width)``, in points; ``inf`` for a figure without text.
+    """
+    sizes, width_px = drawn_text_sizes(fig, dpi=dpi)
+    if not sizes:
+        return float("inf")
+    return min(size for size, _ in sizes) * min(1.0, column_px / width_px)

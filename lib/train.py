@@ -334,8 +334,10 @@ def _train_and_save(
     if dp.is_main:  # rank 0 trains the tokenizer (or reads the cache); the others read what it wrote
         try:
             tokenizer = multi30k_tokenizer(args.vocab_size, root=args.data)
-        except ChecksumError as err:
+        except (ChecksumError, FileNotFoundError) as err:
             p.error(f"--data: {err}")
+        except OSError as err:  # a data file it may not read (its permissions)
+            p.error(f"--data: cannot read {err.filename or args.data}: {err.strerror or err}")
         except ValueError as err:  # a size the data cannot reach: below its special tokens and characters
             p.error(f"--vocab-size {args.vocab_size}: {err}")
     if dp.distributed:
@@ -355,8 +357,13 @@ def _train_and_save(
     else:
         mconf = TransformerConfig.preset(args.preset, tokenizer.get_vocab_size(), **overrides)
         model, name = Transformer(mconf), args.preset
-    train_ex = encode_pairs(load_multi30k("train", args.data), tokenizer, max_len=tconf.max_len)
-    val_ex = encode_pairs(load_multi30k("val", args.data), tokenizer)
+    try:  # a damaged file (the tokenizer may come from its cache without reading the data) or one it cannot read
+        train_ex = encode_pairs(load_multi30k("train", args.data), tokenizer, max_len=tconf.max_len)
+        val_ex = encode_pairs(load_multi30k("val", args.data), tokenizer)
+    except (ChecksumError, FileNotFoundError) as err:
+        p.error(f"--data: {err}")
+    except OSError as err:
+        p.error(f"--data: cannot read {err.filename or args.data}: {err.strerror or err}")
     val_batches = make_batches(val_ex, 4000, PAD_ID, BOS_ID, EOS_ID, shuffle=False)
     parallel = f" | {dp.world_size} processes ({dp.backend})" if dp.distributed else ""
     say(

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import check_int, check_token_ids
+from ._checks import check_float_input, check_int, check_token_ids
 from .attention import KeyValue, MultiHeadAttention, causal_mask, padding_mask
 from .config import Config
 from .interfaces import AttentionMaps, check_config_types
@@ -378,6 +378,13 @@ class Transformer(nn.Module):
     source; the decoder's self-attention is causal. (Target padding needs no mask of its own: it
     comes after every real token, so the causal mask already hides it from every real query.)
 
+    Entry points and compilers: ``forward``, ``encode`` and ``decode`` check their inputs in eager mode; under
+    ``torch.compile`` (``lib.train --compile``) they run with the same type, shape and dtype checks, but the
+    range of the token ids is not read (one eager call checks it). ``torch.jit.trace`` is refused with one line
+    at the entry point and ``torch.jit.script`` cannot compile the models (both deprecated by PyTorch): use
+    ``torch.compile``, or ``torch.export`` as :mod:`lib.export` does for ONNX. tests/unit/test_transformer.py
+    checks each of these claims.
+
     Args:
         config: a :class:`TransformerConfig`.
 
@@ -549,6 +556,7 @@ class Transformer(nn.Module):
         if memory.dim() != 3 or memory.size(-1) != d or not memory.is_floating_point():
             raise ValueError(f"memory must be the encoder output, a float (batch, seq_s, d_model={d}) tensor, "
                              f"got {tuple(memory.shape)} {memory.dtype}")  # fmt: skip
+        check_float_input(memory, "memory", self.output.weight.dtype)
         if memory.size(0) != tgt.size(0):
             raise ValueError(f"tgt and memory must have the same batch size, got {tgt.size(0)} and {memory.size(0)}")
         batch, seq_s = memory.shape[:2]

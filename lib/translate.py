@@ -9,16 +9,21 @@ Output line i is the translation of input line i, whatever the input holds. The 
 decoded as UTF-8 whatever the locale, line by line; lines end at ``\\n``, ``\\r\\n`` or ``\\r`` (Unix, Windows and
 old Mac files read alike); a UTF-8 byte-order mark is dropped, and a file that starts with a UTF-16 byte-order
 mark (what Windows PowerShell writes) is read as UTF-16. A blank line gives a blank line; a line that is not
-valid UTF-8 gives an empty line and a message on stderr naming it; a line longer than the model's limit is
-translated in pieces and named on stderr (see :func:`translate`). The output is UTF-8.
+valid UTF-8 gives an empty line and a message on stderr naming it. A line of several sentences (a paragraph) is
+split by pysbd's German rules, translated sentence by sentence and joined on one output line; a sentence longer
+than the model's limit is translated in pieces and named on stderr (see :func:`translate`). A line that looks out
+of the model's domain (German image captions: :func:`domain_note`) is translated and named on stderr. The
+output is UTF-8.
 
-The translations stream: the input is translated a few batches at a time (:data:`STREAM_BATCHES`) and each line is
-written and flushed as soon as it and the lines before it are done, so a reader sees output at once and Ctrl-C
-keeps every finished line (stderr says how many); on a terminal, a progress bar on stderr follows a long input.
+The translations stream: stdin from a pipe or a terminal is translated as its lines arrive, a file a few batches at
+a time (:data:`STREAM_BATCHES`), and each line is written and flushed as soon as it and the lines before it are
+done, so a reader sees output at once and Ctrl-C keeps every finished line (stderr says how many); on a terminal,
+a progress bar on stderr follows a long input.
 
 Exit status: 0 = every line was translated; 1 = some lines were not valid UTF-8 (their output lines are empty,
-every other line was written); 2 = bad arguments (nothing was loaded); 130 = interrupted with Ctrl-C (the lines
-before it were written).
+every other line was written), or stdout could not be written (a full disk: one line says so); 2 = bad arguments
+or a closed stdin or stdout (nothing was loaded); 130 = interrupted with Ctrl-C (the lines before it were
+written); 141 = the reader of stdout stopped reading (as ``| head`` does), quietly.
 """
 
 from __future__ import annotations
@@ -27,15 +32,19 @@ import argparse
 import codecs
 import contextlib
 import math
+import os
 import re
+import select
 import signal
+import stat
 import sys
 import threading
 import unicodedata
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+import pysbd
 import torch
 from torch import Tensor
 from tqdm import tqdm
@@ -60,6 +69,9 @@ __all__ = [
     "clean_text",
     "plain_text_tokenizer",
     "text_pieces",
+    "split_sentences",
+    "DOMAIN_RULE",
+    "domain_note",
 ]
 
 #: The widest beam the command line accepts: beam search holds beam x batch hypotheses, each with its key/value
@@ -74,6 +86,31 @@ MAX_HYPOTHESES = 500
 STREAM_BATCHES = 4
 #: The command line shows a progress bar on a terminal for inputs of at least this many lines.
 PROGRESS_LINES = 200
+#: The out-of-domain rule of :func:`domain_note`, in one place: ``python -m lib.export`` writes it into the live
+#: page's ``manifest.json`` ("domain"), and the page (tools/explorer/domain.js) applies the same rule to the same
+#: tokens. Calibrated on Multi30k: the 1,000 German lines of test_2016_flickr have a median of 1.25 sub-words per
+#: word, a 99th percentile of 2.17 and a maximum of 2.75; the rule flags 7 of them (0.7 %), and flags news
+#: ("Die Bundesregierung hat am Mittwoch neue Steuergesetze beschlossen.", 2.62), numbers ("Zwölf, dreizehn,
+#: vierzehn, 1999.", 4.75), a greeting ("Guten Morgen, wie geht es Ihnen?", a question) and English ("The quick brown
+#: fox jumps over the lazy dog.", 2 English function words, no German one). The word lists are a language
+#: signal from the tokens alone (the vocabulary is joint, so sub-word counts cannot tell English from German):
+#: the most frequent function words of each language that the other does not share ("in" and "an" are both).
+DOMAIN_RULE: dict = {
+    "max_pieces_per_word": 2.25,  # more sub-words per word than this: mostly words the model has rarely seen
+    "min_english_words": 2,  # at least this many English function words, and more than German ones: not German
+    "english_words": sorted(
+        "the a of and is are was were to with on at this that it you for from by his her their".split()  # noqa: SIM905
+    ),
+    "german_words": sorted(
+        "der die das den dem des ein eine einem einen einer eines und ist sind mit auf im am von zu vor für sich "  # noqa: SIM905
+        "zwei".split()
+    ),
+    # captions describe a picture in the third person and ask nothing: a question or a first/second person
+    "conversation_words": sorted(
+        "ich du wir mir mich dir dich uns euch mein meine meinen meinem dein deine unser unsere euer".split()  # noqa: SIM905
+    ),
+    "question_mark": "?",
+}
 
 _CONTROL_IDS = frozenset({PAD_ID, BOS_ID, EOS_ID})
 _WORD_START = "\u2581"  # the Metaspace marker that lib.bpe's tokenizer puts before every word
@@ -168,6 +205,99 @@ def text_pieces(tokenizer, text: str, limit: int) -> tuple[list[list[int]], int]
     return pieces, len(ids)
 
 
+_SEGMENTER: list = []  # pysbd's German segmenter, built on first use (building it compiles its rules)
+
+
+def split_sentences(text: str) -> list[str]:
+    """The sentences of a cleaned text, by pysbd's German rules (abbreviations, ordinals and initials are no end).
+
+    :func:`translate` translates a paragraph sentence by sentence, since the model learned from one-sentence
+    captions (a 17-sentence paragraph came back as one English sentence). The live page splits with the browser's
+    own ``Intl.Segmenter`` (ICU's rules), which agrees on plain sentences but also ends one after "Dr." or "3.".
+
+    Args:
+        text: a text, as :func:`clean_text` returns it.
+
+    Returns:
+        Its sentences, stripped, none blank (``[]`` for a blank text; ``[text]`` for one sentence).
+
+    Source: pysbd (Sadvilkar and Neumann 2020), the Golden Rules of sentence boundaries.
+    """
+    if not text:
+        return []
+    if not _SEGMENTER:
+        _SEGMENTER.append(pysbd.Segmenter(language="de", clean=False))
+    return [s.strip() for s in _SEGMENTER[0].segment(text) if s.strip()] or [text]
+
+
+def _words(tokens: list[str]) -> list[str]:
+    """Whitespace words from sub-word tokens (a word starts at the Metaspace marker), lowercased, outer
+    punctuation stripped (tools/explorer/domain.js: words)."""
+    words: list[str] = []
+    for token in tokens:
+        if token.startswith(_WORD_START) or not words:
+            words.append(token.removeprefix(_WORD_START))
+        else:
+            words[-1] += token
+    out = []
+    for word in words:
+        i, j = 0, len(word)
+        while i < j and unicodedata.category(word[i]).startswith("P"):
+            i += 1
+        while j > i and unicodedata.category(word[j - 1]).startswith("P"):
+            j -= 1
+        out.append(word[i:j].lower())
+    return out
+
+
+def domain_note(tokens: list[str], rule: dict | None = None) -> str | None:
+    """Why a text looks out of the model's domain (image captions in German), or None: from its sub-words only.
+
+    Three signals (:data:`DOMAIN_RULE`): more sub-words per whitespace word than any caption has (words the model
+    has rarely seen: names, news, numbers); more English function words than German ones (the vocabulary is
+    joint, so English splits into few pieces); a question, or a first or second person (captions describe a
+    picture). The live page applies the same rule to the same tokens (tools/explorer/domain.js).
+
+    Args:
+        tokens: the text's sub-word tokens (``tokenizer.encode(text).tokens`` of the text as :func:`translate`
+            reads it).
+        rule: the rule's constants, default :data:`DOMAIN_RULE`.
+
+    Returns:
+        A short reason (e.g. ``"19 sub-words for 4 words (captions have at most about 2.25 per word)"``), or None
+        when the text looks like a caption (or is blank).
+    """
+    rule = DOMAIN_RULE if rule is None else rule
+    words = _words(tokens)
+    if not words:
+        return None
+    reasons = []
+    per_word = len(tokens) / len(words)
+    if per_word > rule["max_pieces_per_word"]:
+        reasons.append(
+            f"{len(tokens)} sub-words for {len(words)} words (captions have at most about "
+            f"{rule['max_pieces_per_word']} per word)"
+        )
+    english = sum(w in rule["english_words"] for w in words)
+    german = sum(w in rule["german_words"] for w in words)
+    if english >= rule["min_english_words"] and english > german:
+        reasons.append(f"{english} English function words and {german} German ones: it looks like English")
+    if any(rule["question_mark"] in t for t in tokens) or any(w in rule["conversation_words"] for w in words):
+        reasons.append("a question or a first/second person: captions describe a picture")
+    return "; ".join(reasons) or None
+
+
+@dataclass
+class _Line:
+    """One translated line: its index, its translation, its (ids, pieces) when a sentence was over the model's
+    limit, and why it looks out of domain (or None)."""
+
+    index: int
+    text: str
+    split: tuple[int, int] | None
+    note: str | None
+
+
 def _translate(
     model: EncoderDecoder,
     tokenizer,
@@ -178,15 +308,16 @@ def _translate(
     device: torch.device | str | None,
     too_long: str,
     max_hypotheses: int,
+    by_sentence: bool = True,
 ) -> tuple[list[str], dict[int, tuple[int, int]]]:
     """:func:`translate` without the checks and warnings; also returns {index: (ids, pieces)} of the split sentences."""
     out, split = [], {}
-    for i, text, pieces in _translations(
-        model, tokenizer, sentences, beam_size, alpha, batch_size, device, too_long, max_hypotheses, len(sentences)
+    for line in _translations(
+        model, tokenizer, [sentences], beam_size, alpha, batch_size, device, too_long, max_hypotheses, by_sentence
     ):
-        out.append(text)
-        if pieces is not None:
-            split[i] = pieces
+        out.append(line.text)
+        if line.split is not None:
+            split[line.index] = line.split
     return out, split
 
 
@@ -194,48 +325,56 @@ def _translate(
 def _translations(
     model: EncoderDecoder,
     tokenizer,
-    sentences: list[str],
+    groups: Iterable[list[str]],
     beam_size: int,
     alpha: float,
     batch_size: int,
     device: torch.device | str | None,
     too_long: str,
     max_hypotheses: int,
-    window: int,
-) -> Iterator[tuple[int, str, tuple[int, int] | None]]:
-    """``(index, translation, (ids, pieces) of a split sentence or None)`` in the order of ``sentences``, each as
-    soon as it and every sentence before it are translated.
+    by_sentence: bool = True,
+) -> Iterator[_Line]:
+    """Each line's :class:`_Line`, in order, as soon as it and every line before it are translated.
 
-    The sentences are taken ``window`` at a time; in a window, pieces of similar length share a batch (the whole
-    list in one window: the best batching, the first translation last; a few batches' worth: output that flows).
+    The lines come in groups (the whole list in one group: the best batching, the first translation last; a few
+    batches' worth: output that flows); in a group, pieces of similar length share a batch. A line is split into
+    sentences (:func:`split_sentences`), and a sentence over the limit into pieces (:func:`text_pieces`).
     """
     limit = model.config.max_len - 1  # source ids, so that with EOS the source fills at most max_len positions
     plain = plain_text_tokenizer(tokenizer)
     device = next(model.parameters()).device if device is None else torch.device(device)
     model.to(device).eval()
     batch = max(1, min(batch_size, max_hypotheses // beam_size))  # at most max_hypotheses hypotheses at once
-    for first in range(0, len(sentences), max(window, 1)):
-        group = sentences[first : first + max(window, 1)]
+    first = 0
+    for group in groups:
         pieces: list[list[int]] = []  # source ids of every piece to decode, EOS appended
-        owner: list[int] = []  # the sentence (in the group) each piece belongs to
+        owner: list[int] = []  # the line (in the group) each piece belongs to
         split: dict[int, tuple[int, int]] = {}
-        for i, sentence in enumerate(group):
-            parts, n_ids = text_pieces(plain, clean_text(sentence), limit)  # a blank sentence has no piece
-            if len(parts) > 1:
-                if too_long == "error":
-                    raise ValueError(
-                        f"sentences[{first + i}] has {n_ids} sub-word tokens, more than the model's limit of {limit} "
-                        "(model.config.max_len - 1); pass too_long='split' to translate it in pieces"
-                    )
-                split[i] = (n_ids, len(parts))
+        notes: list[str | None] = []
+        for i, line in enumerate(group):
+            text = clean_text(line)
+            notes.append(domain_note(plain.encode(text, add_special_tokens=False).tokens) if text else None)
+            parts: list[list[int]] = []
+            for sentence in split_sentences(text) if by_sentence else ([text] if text else []):
+                sentence_parts, n_ids = text_pieces(plain, sentence, limit)  # a blank sentence has no piece
+                if len(sentence_parts) > 1:
+                    if too_long == "error":
+                        raise ValueError(
+                            f"sentences[{first + i}] has {n_ids} sub-word tokens in one sentence, more than the "
+                            f"model's limit of {limit} (model.config.max_len - 1); pass too_long='split' to "
+                            "translate it in pieces"
+                        )
+                    ids, count = split.get(i, (0, 0))
+                    split[i] = (max(ids, n_ids), count + len(sentence_parts))
+                parts += sentence_parts
             pieces += [p + [EOS_ID] for p in parts]
             owner += [i] * len(parts)
         pieces_of: list[list[int]] = [[] for _ in group]
         for j, i in enumerate(owner):
             pieces_of[i].append(j)
-        waiting = [len(js) for js in pieces_of]  # pieces of each sentence still to decode
+        waiting = [len(js) for js in pieces_of]  # pieces of each line still to decode
         texts = [""] * len(pieces)
-        done = 0  # sentences of the group already yielded
+        done = 0  # lines of the group already yielded
         order = sorted(range(len(pieces)), key=lambda j: len(pieces[j]))  # similar lengths share a batch
         for start in range(0, len(order) + 1, batch):  # one more round: yields the group's trailing blank lines
             chunk = order[start : start + batch]
@@ -249,10 +388,11 @@ def _translations(
                     texts[j] = decode(tokenizer, h)
                     waiting[owner[j]] -= 1
             while done < len(group) and waiting[done] == 0:
-                parts = [texts[j] for j in pieces_of[done]]
-                text = parts[0] if len(parts) == 1 else " ".join(t for t in parts if t)
-                yield first + done, text, split.get(done)
+                parts_text = [texts[j] for j in pieces_of[done]]
+                text = parts_text[0] if len(parts_text) == 1 else " ".join(t for t in parts_text if t)
+                yield _Line(first + done, text, split.get(done), notes[done])
                 done += 1
+        first += len(group)
 
 
 @torch.no_grad()
@@ -267,19 +407,24 @@ def translate(
     *,
     too_long: str = "split",
     max_hypotheses: int = MAX_HYPOTHESES,
+    by_sentence: bool = True,
 ) -> list[str]:
     """Translate sentences, batching those of similar length together; one translation per sentence, always.
+
+    A text of several sentences (a paragraph) is split into sentences by pysbd's German rules
+    (:func:`split_sentences`), each translated on its own, and their translations joined with a space: the model
+    learned from one-sentence captions, and a 17-sentence paragraph read at once came back as one English sentence.
 
     Each sentence is first cleaned: Unicode-normalised to NFC, byte-order marks (U+FEFF) removed, surrounding
     whitespace stripped (so a ``\\r`` left from a Windows line end changes nothing). It is read as text: a
     literal ``</s>``, ``<pad>``, ``<s>`` or ``<unk>`` is tokenised like any other characters, never taken for a
     control token. A sentence that is empty after cleaning translates to ``""`` without running the model.
 
-    A sentence longer than the model's limit (``model.config.max_len - 1`` sub-word ids, plus EOS) is, with
-    ``too_long="split"``, cut after sentence ends (``.``, ``!``, ``?``, ``;`` followed by a space) and, where
-    one sentence alone is still too long, at the limit (at a word start when one lies in the second half of
-    the window); the pieces are translated one by one and joined with a space, and a ``UserWarning`` names the
-    sentence's index. A sentence within the limit is never split.
+    A single sentence longer than the model's limit (``model.config.max_len - 1`` sub-word ids, plus EOS) is, with
+    ``too_long="split"``, cut after ``;`` (or another sentence end pysbd did not take) and, where a part alone is
+    still too long, at the limit (at a word start when one lies in the second half of the window); the pieces
+    are translated one by one and joined with a space, and a ``UserWarning`` names the text's index. A sentence
+    within the limit is never cut.
 
     Args:
         model: a trained encoder–decoder (``lib.interfaces.EncoderDecoder``).
@@ -291,6 +436,7 @@ def translate(
         device: default: the model's device.
         too_long: ``"split"`` (translate a too-long sentence in pieces, with a warning) or ``"error"``.
         max_hypotheses: most hypotheses (sentences x beam) decoded at once, which bounds the memory.
+        by_sentence: split each text into sentences first (default); False reads a text within the limit whole.
 
     Returns:
         The translations, in the order of ``sentences`` (``""`` for a blank sentence).
@@ -314,10 +460,12 @@ def translate(
         raise ValueError(f"alpha must be a finite number, got {alpha}")
     if too_long not in ("split", "error"):
         raise ValueError(f"too_long must be 'split' or 'error', got {too_long!r}")
-    out, split = _translate(model, tokenizer, sentences, beam_size, alpha, batch_size, device, too_long, max_hypotheses)
+    out, split = _translate(
+        model, tokenizer, sentences, beam_size, alpha, batch_size, device, too_long, max_hypotheses, by_sentence
+    )
     for i, (n_ids, n_pieces) in split.items():
         warnings.warn(
-            f"sentence {i} has {n_ids} sub-word tokens, more than the model's limit of "
+            f"sentence {i} has {n_ids} sub-word tokens in one sentence, more than the model's limit of "
             f"{model.config.max_len - 1}: translated in {n_pieces} pieces joined by spaces",
             stacklevel=3,  # the caller of translate (torch.no_grad's wrapper sits in between)
         )
@@ -482,13 +630,16 @@ def _parser() -> argparse.ArgumentParser:
         description=(
             "Translate German to English with a trained run: one sentence per line of stdin (UTF-8), one "
             "translation per line of stdout (UTF-8), always as many lines out as in. A blank line gives a blank "
-            "line; a line that is not valid UTF-8 gives an empty line and a message on stderr; a line longer than "
-            "the model's limit is translated in pieces joined by spaces (named on stderr)."
+            "line; a line that is not valid UTF-8 gives an empty line and a message on stderr; a paragraph is "
+            "translated sentence by sentence on one line; a sentence longer than the model's limit is translated in "
+            "pieces joined by spaces, and a line that does not look like a German image caption is translated with "
+            "a note on stderr (the model knows image captions only)."
         ),
         epilog=(
             "exit status: 0 = every line translated; 1 = some input lines were not valid UTF-8 (their output "
-            "lines are empty, all other lines were written); 2 = bad arguments (checked before anything is loaded); "
-            "130 = interrupted with Ctrl-C (every line translated before it was written)."
+            "lines are empty, all other lines were written) or stdout could not be written (a full disk); 2 = bad "
+            "arguments or a closed stdin/stdout (checked before anything is loaded); 130 = interrupted with Ctrl-C "
+            "(every line translated before it was written); 141 = the reader of stdout stopped reading."
         ),
     )
     p.add_argument("--run", required=True, help="run folder (e.g. models/de-en or runs/NAME)")
@@ -533,30 +684,95 @@ def _check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             p.error(f"argument --device: {args.device} is not available on this machine")
 
 
-def _read_lines(data: bytes) -> tuple[list[str], list[str]]:
-    """Stdin's bytes as lines of text, and a message for each line that could not be decoded (its line is "")."""
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):  # e.g. Windows PowerShell's `>`
+def _decode_line(number: int, line: bytes) -> tuple[str, str | None]:
+    """Line ``number``'s text, or ``""`` and a message when it is not valid UTF-8."""
+    try:
+        return line.decode("utf-8"), None
+    except UnicodeDecodeError as err:
+        return "", (
+            f"line {number}: not valid UTF-8 (byte 0x{line[err.start]:02x} at byte {err.start + 1}): "
+            "wrote an empty line"
+        )
+
+
+class _StdinLines:
+    """Stdin's lines as they arrive: from a pipe or a terminal, whatever has come so far (a reader typing or a slow
+    producer gets each translation at once); from a file, everything (its total is known, for the progress bar).
+
+    Lines end at ``\\n``, ``\\r\\n`` or ``\\r``; a UTF-8 byte-order mark is dropped; input that starts with a UTF-16
+    byte-order mark is read whole and decoded as UTF-16. ``take`` gives ``(text, message or None)`` per line.
+    """
+
+    def __init__(self, stream) -> None:
+        self.stream, self.fd = stream, None
         try:
-            text = data.decode("utf-16")
-        except UnicodeDecodeError as err:
-            return [], [f"stdin starts with a UTF-16 byte-order mark but is not valid UTF-16: {err}"]
-        lines = _LINE_END.split(text)
-        return (lines[:-1] if lines[-1] == "" else lines), []
-    data = data.removeprefix(codecs.BOM_UTF8)
-    raw = _LINE_END_BYTES.split(data)
-    if raw[-1] == b"":  # the last line's end (or empty input)
-        raw.pop()
-    lines, errors = [], []
-    for number, line in enumerate(raw, 1):
-        try:
-            lines.append(line.decode("utf-8"))
-        except UnicodeDecodeError as err:
-            lines.append("")
-            errors.append(
-                f"line {number}: not valid UTF-8 (byte 0x{line[err.start]:02x} at byte {err.start + 1}): "
-                "wrote an empty line"
-            )
-    return lines, errors
+            fd = stream.fileno()
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # a pipe, a terminal, a socket: lines may come slowly
+                self.fd = fd
+        except (OSError, ValueError, AttributeError):  # an in-memory stream (io.UnsupportedOperation is an OSError)
+            pass
+        self.raw = b""  # bytes read but not yet split into lines
+        self.pending: list[tuple[str, str | None]] = []  # decoded lines not yet taken
+        self.eof, self.count, self.started = False, 0, False
+        if self.fd is None:
+            self.raw, self.eof = stream.read(), True
+            self._split()
+
+    def _read(self, block: bool) -> bool:
+        """Read what stdin has (blocking: wait for at least a byte); False when nothing came."""
+        if self.eof or (not block and not select.select([self.fd], [], [], 0)[0]):
+            return False
+        data = os.read(self.fd, 1 << 16)
+        self.raw += data
+        self.eof = not data
+        self._split()
+        return True
+
+    def _split(self) -> None:
+        """Move the complete lines of ``raw`` (all of it at the end of input) into ``pending``."""
+        if not self.started:
+            if len(self.raw) < 3 and not self.eof:
+                return  # too few bytes to tell a byte-order mark
+            self.started = True
+            if self.raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):  # e.g. Windows PowerShell's `>`
+                while not self.eof:
+                    self._read(block=True)  # UTF-16 is read whole (it has no byte-wise line ends)
+            self.raw = self.raw.removeprefix(codecs.BOM_UTF8)
+        if self.raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+            if self.eof:
+                try:
+                    lines = _LINE_END.split(self.raw.decode("utf-16"))
+                    self.pending += [(line, None) for line in (lines[:-1] if lines[-1] == "" else lines)]
+                except UnicodeDecodeError as err:
+                    self.pending.append(
+                        ("", f"stdin starts with a UTF-16 byte-order mark but is not valid UTF-16: {err}")
+                    )
+                self.raw = b""
+            return
+        end = len(self.raw) if self.eof else self.raw.rfind(b"\n") + 1  # "\r\n" never splits: it ends with "\n"
+        if end <= 0:
+            return
+        raw = _LINE_END_BYTES.split(self.raw[:end])
+        self.raw = self.raw[end:]
+        if raw[-1] == b"":  # the last line's end (or empty input)
+            raw.pop()
+        for line in raw:
+            self.pending.append(_decode_line(len(self.pending) + self.count + 1, line))
+
+    def take(self, most: int) -> list[tuple[str, str | None]]:
+        """Up to ``most`` lines: at least one unless the input is done, and no more than have arrived."""
+        while not self.pending and self._read(block=True):
+            pass
+        while len(self.pending) < most and self._read(block=False):
+            pass
+        lines, self.pending = self.pending[:most], self.pending[most:]
+        self.count += len(lines)
+        return lines
+
+    @property
+    def total(self) -> int | None:
+        """The number of lines of the whole input, once it is known."""
+        return self.count + len(self.pending) if self.eof and not self.raw else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -571,12 +787,16 @@ def main(argv: list[str] | None = None) -> int:
 
     Returns:
         The exit status: 0 = every line translated; 1 = some lines were not valid UTF-8 (their output lines are
-        empty, every other line was written, stderr names them); 130 = Ctrl-C (the lines done before it were
-        written, and stderr says how many).
+        empty, every other line was written, stderr names them) or stdout could not be written; 130 = Ctrl-C (the
+        lines done before it were written, and stderr says how many); 141 = stdout's reader stopped reading.
     """
     p = _parser()
     args = p.parse_args(argv)
     _check_args(p, args)
+    if sys.stdout is None:  # started with stdout closed (`>&-`)
+        p.error("stdout is closed: the translations have nowhere to go (redirect it to a file: > output.en)")
+    if args.bleu is None and sys.stdin is None:  # started with stdin closed (`<&-`)
+        p.error("stdin is closed: give German sentences on stdin (< input.de), or score a split with --bleu")
     if args.bleu is not None:  # a missing or damaged data file stops us before the model is loaded
         try:
             load_multi30k(args.bleu, args.data)
@@ -594,50 +814,123 @@ def main(argv: list[str] | None = None) -> int:
         bleu = evaluate_bleu(
             run.model, run.tokenizer, args.bleu, args.data, args.beam, args.alpha, None, args.batch_size
         )
-        out.write(f"{bleu}\n".encode())
-        out.flush()
+        try:
+            _write(out, f"{bleu}\n")
+        except _StdoutError as err:
+            return err.status(p.prog, "the score was not written")
         return 0
     if sys.stdin.isatty():
         print("reading German sentences from stdin, one per line (end with Ctrl-D)", file=sys.stderr)
-    lines, errors = _read_lines(sys.stdin.buffer.read())
-    for message in errors:
-        print(message, file=sys.stderr)
     limit = run.model.config.max_len - 1
     window = STREAM_BATCHES * max(1, min(args.batch_size, MAX_HYPOTHESES // args.beam))
-    bar = tqdm(total=len(lines), unit="line", file=sys.stderr, disable=not _show_progress(len(lines)))
+    reader = _StdinLines(sys.stdin.buffer)
+    bar = _Progress(reader)
+    errors = 0
+
+    def groups() -> Iterator[list[str]]:
+        """The input a window at a time, as it arrives; a line that is not UTF-8 is named on stderr."""
+        nonlocal errors
+        while lines := reader.take(window):
+            for _, message in lines:
+                if message is not None:
+                    errors += 1
+                    bar.say(message)
+            bar.grow()
+            yield [text for text, _ in lines]
+
     done = 0
     try:
-        for i, english, split in _translations(
-            run.model,
-            run.tokenizer,
-            lines,
-            args.beam,
-            args.alpha,
-            args.batch_size,
-            None,
-            "split",
-            MAX_HYPOTHESES,
-            window,
+        for line in _translations(
+            run.model, run.tokenizer, groups(), args.beam, args.alpha, args.batch_size, None, "split", MAX_HYPOTHESES
         ):
-            if split is not None:
-                bar.clear()
-                print(
-                    f"line {i + 1}: {split[0]} sub-word tokens, more than the model's limit of {limit}: "
-                    f"translated in {split[1]} pieces joined by spaces",
-                    file=sys.stderr,
+            if line.split is not None:
+                bar.say(
+                    f"line {line.index + 1}: a sentence of {line.split[0]} sub-word tokens, more than the model's "
+                    f"limit of {limit}: translated in pieces joined by spaces"
+                )
+            if line.note is not None:
+                bar.say(
+                    f"line {line.index + 1}: looks out of the model's domain (German image captions): {line.note}; "
+                    "translated anyway"
                 )
             # a translation never spans lines: the line count out equals the line count in
             with _ctrl_c_after():  # so that the count said after Ctrl-C is the count of lines written
-                out.write((" ".join(english.splitlines()) + "\n").encode("utf-8"))
-                out.flush()  # a reader (or a Ctrl-C) gets every line as soon as it and those before it are done
+                _write(out, " ".join(line.text.splitlines()) + "\n")  # flushed: a reader gets each line at once
                 done += 1
-            bar.update(1)
+            bar.update()
+    except _StdoutError as err:
+        bar.close()
+        return err.status(p.prog, f"{done} lines were written")
     except KeyboardInterrupt:
         bar.close()
-        print(f"\ninterrupted: {done} of {len(lines)} lines translated and written", file=sys.stderr)
+        total = reader.total
+        of = f"{total} lines" if total is not None else f"{reader.count} lines read so far"
+        print(f"\ninterrupted: {done} of {of} translated and written", file=sys.stderr)
         return 130
     bar.close()
     return 1 if errors else 0
+
+
+class _Progress:
+    """The progress bar on stderr (tqdm): on a terminal, once the input has :data:`PROGRESS_LINES` lines; its total
+    is known from the start for a file, and at the end of the input for a pipe."""
+
+    def __init__(self, reader: _StdinLines) -> None:
+        self.reader, self.bar, self.done = reader, None, 0
+
+    def grow(self) -> None:
+        """Start the bar once the input is long enough, and give it its total once that is known."""
+        total = self.reader.total
+        if self.bar is None and _show_progress(total if total is not None else self.reader.count):
+            self.bar = tqdm(total=total, initial=self.done, unit="line", file=sys.stderr)
+        elif self.bar is not None and total is not None and self.bar.total != total:
+            self.bar.total = total
+            self.bar.refresh()
+
+    def update(self) -> None:
+        """One more line written."""
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def say(self, message: str) -> None:
+        """A message on stderr, on its own line above the bar."""
+        if self.bar is not None:
+            self.bar.clear()
+        print(message, file=sys.stderr)
+
+    def close(self) -> None:
+        """Close the bar."""
+        if self.bar is not None:
+            self.bar.close()
+
+
+class _StdoutError(Exception):
+    """Stdout could not be written: its reader went away (a broken pipe) or its disk is full."""
+
+    def __init__(self, err: OSError) -> None:
+        super().__init__(err.strerror or str(err))
+        self.broken_pipe = isinstance(err, BrokenPipeError)
+
+    def status(self, prog: str, done: str) -> int:
+        """Say so in one line (nothing for a reader that stopped reading, as ``| head`` does) and give the exit
+        status: 141 (128 + SIGPIPE, what a shell tool gives) for a broken pipe, 1 otherwise. Stdout is pointed at
+        the null device, so that Python's own flush at exit does not fail again with a traceback."""
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        if self.broken_pipe:
+            return 141
+        print(f"{prog}: error: cannot write to stdout ({self}): {done}", file=sys.stderr)
+        return 1
+
+
+def _write(out, text: str) -> None:
+    """Write ``text`` to stdout's buffer as UTF-8 and flush it; a failed write is a :class:`_StdoutError`."""
+    try:
+        out.write(text.encode("utf-8"))
+        out.flush()
+    except OSError as err:
+        raise _StdoutError(err) from None
 
 
 @contextlib.contextmanager

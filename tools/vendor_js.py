@@ -16,6 +16,12 @@ only that page loads them (its own script imports them when it opens):
   fetches (14 MB, the CPU kernels; 3.4 MB when a server compresses it), of the package's 33 MB.
 - ``@huggingface/tokenizers`` reads the model's ``tokenizer.json`` (one 37 kB ES module).
 
+The browser tests (``tests/browser/``, ``make test-browser``) also inject one package into the pages they open,
+which the site itself never loads, so it goes into ``.cache/vendor/tests/`` rather than ``_vendor/``:
+
+- ``axe-core`` (``axe.min.js``, 0.5 MB), the accessibility checker that ``tests/browser/test_accessibility.py``
+  runs on every page.
+
 The ipywidgets manager (require.js + ``@jupyter-widgets/html-manager``) is not vendored: no page
 embeds a widget view. The live widgets are for notebook readers (their outputs are removed from the
 site), and the site's interactive figures are :func:`lib.plots.figure_slider` frames, which need no
@@ -25,6 +31,7 @@ Usage (``make vendor`` runs it; ``make book`` depends on it)::
 
     python tools/vendor_js.py            # fetch into .cache/vendor/, copy into _vendor/
     python tools/vendor_js.py --check    # exit 1 unless _vendor/ is complete and up to date
+    python tools/vendor_js.py --tests    # the browser tests' packages (axe-core) into .cache/vendor/tests/
 
 Errors: a missing ``npm`` (install Node.js, e.g. ``apt-get install npm``), a failed download, or a
 tarball whose sha512 differs from the pinned one stop the script with a message that says which.
@@ -84,6 +91,17 @@ PACKAGES = [
         "dest": "tokenizers",
     },
 ]
+# Packages the browser tests inject into pages (never part of the site): same fields, under TEST_OUT/<dest>.
+TEST_PACKAGES = [
+    {
+        "name": "axe-core",
+        "version": "4.14.1",
+        "integrity": "sha512-FHfa+lmNjQZfJz1q8wKqIDwC6DExcHt/pkjNQb09a3NPjCKg2rhu5qb2S4r76ASyFNNtuFooJpZe37OgudVGtQ==",
+        "files": ["LICENSE", "axe.min.js"],
+        "dest": "axe-core",
+    },
+]
+TEST_OUT = CACHE / "tests"
 STAMP = OUT / ".vendored.json"
 
 
@@ -129,9 +147,9 @@ def fetch(pkg: dict) -> Path:
     return tarball
 
 
-def extract(pkg: dict, tarball: Path) -> list[str]:
-    """Copy the package's wanted files from its tarball into ``_vendor/<dest>``; return their paths."""
-    dest = OUT / pkg["dest"]
+def extract(pkg: dict, tarball: Path, out: Path = OUT) -> list[str]:
+    """Copy the package's wanted files from its tarball into ``<out>/<dest>`` (``_vendor/``); return their paths."""
+    dest = out / pkg["dest"]
     shutil.rmtree(dest, ignore_errors=True)
     copied = []
     with tarfile.open(tarball, "r:gz") as tar:
@@ -154,39 +172,54 @@ def extract(pkg: dict, tarball: Path) -> list[str]:
     return copied
 
 
-def wanted_stamp() -> dict:
-    return {p["name"]: {"version": p["version"], "integrity": p["integrity"], "files": p["files"]} for p in PACKAGES}
+def wanted_stamp(packages: list[dict] = PACKAGES) -> dict:
+    return {p["name"]: {"version": p["version"], "integrity": p["integrity"], "files": p["files"]} for p in packages}
 
 
-def up_to_date() -> bool:
-    """True when ``_vendor/`` was filled from exactly the pinned packages and its files are all there."""
-    if not STAMP.exists():
+def up_to_date(out: Path = OUT, packages: list[dict] = PACKAGES) -> bool:
+    """True when ``out`` (``_vendor/``) was filled from exactly the pinned packages and its files are all there."""
+    stamp_file = out / STAMP.name
+    if not stamp_file.exists():
         return False
-    stamp = json.loads(STAMP.read_text())
-    if stamp.get("packages") != wanted_stamp():
+    stamp = json.loads(stamp_file.read_text())
+    if stamp.get("packages") != wanted_stamp(packages):
         return False
-    return all((OUT / rel).is_file() for rel in stamp.get("copied", []))
+    return all((out / rel).is_file() for rel in stamp.get("copied", []))
+
+
+def vendor(out: Path, packages: list[dict], force: bool = False) -> None:
+    """Fill ``out`` with the pinned packages' files (fetched and verified), unless it is already up to date."""
+    if up_to_date(out, packages) and not force:
+        print(f"{out.relative_to(ROOT)}/: up to date")
+        return
+    copied = []
+    for pkg in packages:
+        files = extract(pkg, fetch(pkg), out)
+        copied += [f"{pkg['dest']}/{f}" for f in files]
+        size = sum((out / pkg["dest"] / f).stat().st_size for f in files)
+        rel = (out / pkg["dest"]).relative_to(ROOT)
+        print(f"{pkg['name']}@{pkg['version']}: {len(files)} files, {size / 1e6:.2f} MB in {rel}/")
+    stamp = out / STAMP.name
+    tmp = stamp.with_suffix(".tmp")  # written last and atomically: a stamp means every file is there
+    tmp.write_text(json.dumps({"packages": wanted_stamp(packages), "copied": copied}, indent=1) + "\n")
+    tmp.replace(stamp)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 unless _vendor/ is complete and up to date")
     parser.add_argument("--force", action="store_true", help="copy the files again even when up to date")
+    parser.add_argument(
+        "--tests", action="store_true", help="the browser tests' packages (axe-core) into .cache/vendor/tests/"
+    )
     args = parser.parse_args(argv)
+    out, packages, target = (TEST_OUT, TEST_PACKAGES, "vendor-tests") if args.tests else (OUT, PACKAGES, "vendor")
     if args.check:
-        ok = up_to_date()
-        print("_vendor/ is up to date" if ok else "_vendor/ is missing or stale: run `make vendor`")
+        ok = up_to_date(out, packages)
+        name = out.relative_to(ROOT)
+        print(f"{name}/ is up to date" if ok else f"{name}/ is missing or stale: run `make {target}`")
         return 0 if ok else 1
-    if up_to_date() and not args.force:
-        print("_vendor/: up to date")
-        return 0
-    copied = []
-    for pkg in PACKAGES:
-        files = extract(pkg, fetch(pkg))
-        copied += [f"{pkg['dest']}/{f}" for f in files]
-        size = sum((OUT / pkg["dest"] / f).stat().st_size for f in files)
-        print(f"{pkg['name']}@{pkg['version']}: {len(files)} files, {size / 1e6:.2f} MB in _vendor/{pkg['dest']}/")
-    STAMP.write_text(json.dumps({"packages": wanted_stamp(), "copied": copied}, indent=1) + "\n")
+    vendor(out, packages, force=args.force)
     return 0
 
 

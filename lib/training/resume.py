@@ -142,15 +142,23 @@ class Checkpoint:
 
         Raises:
             ValueError: the checkpoint was written with other settings or another model (only the budget and the
-                validation interval may change); on every rank.
+                validation interval may change), or cannot be read (truncated or damaged); on every rank.
         """
         state, error = None, None
         if self.path is not None and self.ranks.is_main and self.path.exists():
-            state = torch.load(self.path, map_location="cpu", weights_only=True)  # random states stay on the CPU
-            try:
-                _check_resumable(state, self.config, self.model_config, self.path)
-            except ValueError as err:
-                state, error = None, str(err)
+            try:  # random states stay on the CPU
+                state = torch.load(self.path, map_location="cpu", weights_only=True)
+            except Exception as err:  # a truncated or damaged file: torch's zip reader, pickle or EOF errors
+                reason = str(err).split(". ")[0].strip()[:120]
+                error = (
+                    f"{self.path}: not a readable checkpoint, truncated or damaged ({type(err).__name__}: {reason}); "
+                    "delete it to train from the start, or resume from a copy"
+                )
+            else:
+                try:
+                    _check_resumable(state, self.config, self.model_config, self.path)
+                except ValueError as err:
+                    state, error = None, str(err)
         if self.ranks.distributed:
             box = [(state, error)]
             dist.broadcast_object_list(box, src=0)

@@ -169,8 +169,10 @@ def visit(browser, server):
     """``visit(path)`` opens a page of the site with the network cut off, waits for it and for MathJax."""
     contexts = []
 
-    def open_page(path: str, wait_maths: bool = True) -> Visit:
-        context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    def open_page(path: str, wait_maths: bool = True, **options) -> Visit:
+        """``options``: Playwright's context options instead of the 1,280-px desktop (a phone's viewport, touch)."""
+        options = {"viewport": {"width": 1280, "height": 900}, **options}
+        context = browser.new_context(**options, service_workers="block")
         contexts.append(context)
         page = context.new_page()
         v = Visit(page)

@@ -359,9 +359,10 @@ def test_blank_and_special_text(visit, server):
 
 
 def test_long_input_gives_readable_labels_in_a_scrolling_map(visit, server):
-    """A long paragraph: no two column labels overlap, the map scrolls in its box, the page does not scroll."""
+    """A long sentence: no two column labels overlap, the map scrolls in its box, the page does not scroll."""
     test = [de for de, _ in load_multi30k("test_2016_flickr")]
-    paragraph = " ".join(test[:12])
+    # twelve captions joined by commas into one sentence (a paragraph is split, and the map shows one sentence)
+    paragraph = ", ".join(line.rstrip(" .") for line in test[:12]) + "."
     log_start = len(server.log)
     v = visit(PAGE, wait_maths=False)
     page = v.page

@@ -13,6 +13,9 @@ from .conftest import SCREENSHOTS, built_pages, chapter_pages, notebook_pages
 
 # Fraction of a figure's pixels that must differ from its corner pixel: a blank or failed image has ~0.
 MIN_INK = 0.005
+#: The kernel-free sliders' frames carry a description of their figure (issue 31) once the chapters are re-executed
+#: with lib.plots.figure_slider's new alt text; until then they are named by their setting only, and exempt.
+SLIDER_FRAMES_DESCRIBED = False
 
 # Draws the image on a canvas (same-origin or data: URL, so readable) and returns the share of pixels that
 # differ from the top-left one; 0 when the image did not load.
@@ -65,10 +68,11 @@ def test_chapter_figures_are_not_blank(visit, path):
         if not info["loaded"] or info["ink"] < MIN_INK:
             bad.append(info)
         # a screen reader reads the alt text: a description, not nothing or a file's name (the kernel-free
-        # sliders' frames are named by their slider's setting for now)
+        # sliders' frames too, once SLIDER_FRAMES_DESCRIBED)
         alt = (images.nth(i).get_attribute("alt") or "").strip()
         in_slider = images.nth(i).evaluate("e => e.closest('.figure-slider') !== null")
-        if (not in_slider and len(alt.split()) < 4) or re.search(r"\.(png|svg|jpe?g)\b|_images/", alt):
+        exempt = in_slider and not SLIDER_FRAMES_DESCRIBED
+        if (not exempt and len(alt.split()) < 4) or re.search(r"\.(png|svg|jpe?g)\b|_images/", alt):
             unnamed.append(alt or images.nth(i).get_attribute("src"))
     assert not bad, f"{path}: {len(bad)} of {images.count()} images blank or not loaded: {bad[:3]}"
     assert not unnamed, f"{path}: {len(unnamed)} images without a real alt text: {unnamed[:3]}"

@@ -78,3 +78,27 @@ def test_train_speed_reports_positive_numbers(multi30k, restore_threads, tmp_pat
 def test_train_speed_rejects_an_unknown_preset(restore_threads):
     with pytest.raises(SystemExit):
         load_bench("train_speed").main(["--presets", "huge"])
+
+
+def test_every_bench_script_writes_json_through_strict_json():
+    # json.dumps wrote bare NaN into the benchmark reports; strict_json writes null and warns naming where
+    import ast
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[2] / "bench"
+    calls = {}
+    for script in sorted(bench.glob("*.py")):
+        tree = ast.parse(script.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if (
+                (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("dump", "dumps")
+                )
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "json"
+            ):
+                calls.setdefault(script.name, []).append(node.lineno)
+    assert calls == {}, f"json.dump(s) in bench/ (use lib.files.strict_json): {calls}"
+    assert any("strict_json" in s.read_text(encoding="utf-8") for s in bench.glob("*.py"))

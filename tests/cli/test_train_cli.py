@@ -208,3 +208,57 @@ def test_a_vocabulary_size_the_data_cannot_reach_is_a_usage_error(multi30k_dir, 
     last = proc.stderr.strip().splitlines()[-1]
     assert proc.returncode == 2 and last.startswith("python -m lib.train: error: --vocab-size 5: vocab_size=5 cannot")
     assert "Traceback" not in proc.stderr and not (tmp_path / "run").exists()
+
+
+# --- a data file it cannot use: one line naming it, before any training --------------------------------------
+
+
+def _data_copy(multi30k_dir, tmp_path):
+    """A folder of links to the real Multi30k files (so that one can be replaced)."""
+    from lib.data import SHA256
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for name in SHA256:
+        (folder / name).symlink_to(multi30k_dir / name)
+    return folder
+
+
+def test_a_corrupt_data_file_is_one_line_with_the_checksum_message(multi30k_dir, tmp_path):
+    # with the tokenizer cached, a damaged val.de.gz gave a traceback that ended in the right message
+    data = _data_copy(multi30k_dir, tmp_path)
+    (data / "val.de.gz").unlink()
+    (data / "val.de.gz").write_bytes((multi30k_dir / "val.de.gz").read_bytes() + b"x")
+    proc = _cli("--steps", "1", "--data", str(data), "--out", str(tmp_path / "run"), timeout=300)
+    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 2 and last.startswith("python -m lib.train: error: --data: Multi30k file"), proc.stderr
+    assert "val.de.gz" in last and "SHA-256" in last and "Traceback" not in proc.stderr
+
+
+def test_an_unreadable_data_file_is_one_line_naming_it(multi30k_dir, tmp_path):
+    from permissions import unprivileged
+
+    data = _data_copy(multi30k_dir, tmp_path)
+    (data / "train.de.gz").unlink()
+    (data / "train.de.gz").write_bytes((multi30k_dir / "train.de.gz").read_bytes())
+    (data / "train.de.gz").chmod(0)
+    proc = subprocess.run(
+        [
+            *unprivileged(),
+            sys.executable,
+            "-m",
+            "lib.train",
+            "--steps",
+            "1",
+            "--data",
+            str(data),
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert last == f"python -m lib.train: error: --data: cannot read {data / 'train.de.gz'}: Permission denied"

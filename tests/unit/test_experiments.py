@@ -176,3 +176,12 @@ def test_the_committed_modern_results_are_complete_and_consistent():
     assert len({round(r["step_losses"][0], 1) for r in runs.values()}) <= 2
     assert [lms[k]["parameters"] for k in ("gpt", "modern")] == [1_426_944, 1_427_072]
     assert all(len(lm["step_losses"]) == 300 and lm["history"][-1]["step"] == 300 for lm in lms.values())
+
+
+def test_modern_results_with_a_nan_are_refused_not_written_as_bare_nan(tmp_path):
+    # json.dumps wrote a bare NaN, which is not JSON (browsers and jq refuse the file)
+    from lib.experiments import save_modern_results
+
+    with pytest.raises(ValueError, match=r"NaN or infinite .* at \$.extrapolation.rope.step_losses\[1\]"):
+        save_modern_results({"rope": {"step_losses": [9.1, float("nan")]}}, {}, tmp_path / "r.json")
+    assert not (tmp_path / "r.json").exists()

@@ -214,3 +214,11 @@ def test_the_site_leaves_the_notebooks_explorer_widget_state_out_of_the_page(shi
     assert kept[0] is other and kept[1].attributes["type"] == book_site.WIDGET_STATE
     assert json.loads(kept[1].attributes["body"])["state"] == {"slider": state["state"]["slider"]}
     assert "</" not in kept[1].attributes["body"] and len(kept[1].attributes["body"]) < len(body) / 10
+
+
+def test_explorer_json_refuses_a_nan_weight(data):
+    # a bare NaN in the page's data made its JSON unreadable to the browser
+    broken = json.loads(json.dumps(data))
+    broken["sentences"][0]["maps"]["cross"][0][0][0][0] = float("nan")
+    with pytest.raises(ValueError, match=r"NaN or infinite .* at \$.sentences\[0\].maps.cross\[0\]\[0\]\[0\]\[0\]"):
+        explorer_json(broken)

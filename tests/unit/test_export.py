@@ -22,7 +22,7 @@ from lib.data import load_multi30k
 from lib.export import DecoderGraph, EncoderGraph, OnnxTranslator, export_onnx
 from lib.files import sha256_file
 from lib.special_tokens import BOS_ID, EOS_ID, PAD_ID
-from lib.translate import translate, translation_attention
+from lib.translate import DOMAIN_RULE, translate, translation_attention
 
 N_SENTENCES = 20  # the first 20 sentences of the test set, as the issue asks; about 1 s with onnxruntime
 
@@ -102,6 +102,7 @@ def test_manifest_lists_every_file_with_its_checksum_and_the_ids(exported):
         assert (folder / name).stat().st_size == entry["bytes"], name
     assert manifest["special_tokens"] == {"<pad>": 0, "<s>": 1, "</s>": 2, "<unk>": 3}
     assert manifest["vocab_size"] == 8000 and manifest["max_len"] == 256
+    assert manifest["domain"] == DOMAIN_RULE  # the live page flags out-of-domain input by lib.translate's rule
     assert [i["name"] for i in manifest["graphs"]["decoder.onnx"]["inputs"]] == ["tgt", "memory", "src_mask"]
     assert [o["name"] for o in manifest["graphs"]["decoder.onnx"]["outputs"]] == ["logits", "cross_attention"]
     assert (folder / "tokenizer.json").read_bytes() == (SHIPPED_MODEL / "tokenizer.json").read_bytes()

@@ -39,3 +39,26 @@ def test_a_folder_created_for_nothing_is_removed(tmp_path):
     with lock_folder(tmp_path / "new"):
         pass
     assert not (tmp_path / "new").exists()
+
+
+# --- strict JSON: never a bare NaN (which no JSON parser reads) ---------------------------------------------------
+
+
+def test_strict_json_writes_null_for_nan_and_infinity_and_can_warn_or_refuse():
+    import json
+    import math
+    import warnings
+
+    from lib.files import strict_json
+
+    value = {"loss": [1.0, math.nan], "best": {"bleu": math.inf}, "ok": 2}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert json.loads(strict_json(value)) == {"loss": [1.0, None], "best": {"bleu": None}, "ok": 2}
+    with pytest.warns(UserWarning, match=r"2 NaN or infinite values written as null .* at \$.loss\[1\], \$.best.bleu"):
+        strict_json(value, nan="warn")
+    with pytest.raises(ValueError, match=r"at \$.loss\[1\], \$.best.bleu"):
+        strict_json(value, nan="error")
+    with pytest.raises(ValueError, match="nan must be"):
+        strict_json(value, nan="NaN")
+    assert strict_json({"é": 1}, ensure_ascii=False, separators=(",", ":")) == '{"é":1}\n'

@@ -220,6 +220,28 @@ def test_checkpoint_is_written_atomically_and_loads_without_pickle(small_real_da
     assert state["result"]["steps"] == 2 and (tmp_path / "checkpoint.pt").stat().st_mode & 0o777 == 0o644
 
 
+def test_resuming_from_a_truncated_checkpoint_is_a_one_line_error_naming_it(small_real_data, tmp_path):
+    # torch's zip reader said "PytorchStreamReader failed reading zip archive" with a traceback
+    tok, examples, val = small_real_data
+    cfg = TrainConfig(max_steps=2, max_tokens=1000, warmup=4, amp=False)
+    torch.manual_seed(0)
+    _run(Transformer(TransformerConfig.tiny(tok.get_vocab_size(), max_len=128)), examples, val, cfg, out_dir=tmp_path)
+    checkpoint = tmp_path / "checkpoint.pt"
+    checkpoint.write_bytes(checkpoint.read_bytes()[: checkpoint.stat().st_size // 2])  # a crash mid-copy
+    model = Transformer(TransformerConfig.tiny(tok.get_vocab_size(), max_len=128))
+    with pytest.raises(ValueError) as caught:
+        _run(
+            model,
+            examples,
+            val,
+            TrainConfig(max_steps=4, max_tokens=1000, warmup=4, amp=False),
+            out_dir=tmp_path,
+            resume=True,
+        )
+    message = str(caught.value)
+    assert message.startswith(f"{checkpoint}: not a readable checkpoint, truncated or damaged") and "\n" not in message
+
+
 def test_train_rejects_an_empty_epoch_and_a_model_without_d_model():
     model = Transformer(TransformerConfig.tiny(50))
     with pytest.raises(ValueError, match="no batches"):

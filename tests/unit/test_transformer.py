@@ -208,3 +208,52 @@ def test_config_round_trip():
     assert TransformerConfig.from_dict(c.to_dict()) == c
     assert c.d_k == 32
     assert Transformer(c).num_parameters() < 2.5e6  # float16 weights stay under 5 MB
+
+
+# --- the entry points under float16 input and under torch's compilers (what the Transformer's docstring claims) ---
+
+
+def _tiny_model_and_ids():
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig.tiny(50)).eval()
+    return model, torch.randint(4, 50, (2, 7)), torch.randint(4, 50, (2, 5))
+
+
+def test_a_float16_memory_for_a_float32_model_is_an_error_naming_the_dtype():
+    # torch's own error came from deep inside a matmul ("expected mat1 and mat2 to have the same dtype")
+    model, src, tgt = _tiny_model_and_ids()
+    memory, src_mask = model.encode(src)
+    with pytest.raises(
+        ValueError, match=r"memory must be torch.float32, the dtype of the model's weights, got torch.f"
+    ):
+        model.decode(tgt, memory.half(), src_mask)
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # autocast mixes dtypes on purpose: no error
+        assert model.decode(tgt, memory.bfloat16(), src_mask).shape[:2] == (2, 5)
+
+
+def test_torch_compile_keeps_the_type_and_shape_checks():
+    model, src, tgt = _tiny_model_and_ids()
+    compiled = torch.compile(model, backend="eager")  # dynamo's tracing without inductor's C++ build: cheap
+    torch.testing.assert_close(compiled(src, tgt), model(src, tgt))
+    with pytest.raises(ValueError, match="src must be integer token ids"):
+        compiled(src.float(), tgt)
+    with pytest.raises(ValueError, match="same batch size"):
+        compiled(src, tgt[:1])
+
+
+def test_the_id_range_is_checked_in_eager_mode_only(monkeypatch):
+    from lib._checks import check_token_ids
+
+    with pytest.raises(ValueError, match="outside"):
+        check_token_ids(torch.tensor([[60]]), "src", 50, 10)
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)  # as under torch.compile
+    check_token_ids(torch.tensor([[60]]), "src", 50, 10)  # not read: the docstring says to check with an eager call
+
+
+def test_torch_jit_trace_is_refused_in_one_line_and_script_cannot_compile_the_model():
+    # trace failed inside the library's own int check ("seq_len must be a positive int, got tensor(5)")
+    model, src, tgt = _tiny_model_and_ids()
+    with pytest.raises(RuntimeError, match=r"^src: lib.s models do not support torch.jit.trace"):
+        torch.jit.trace(model, (src, tgt))
+    with pytest.raises(Exception):  # noqa: B017 (the claim is only that scripting is not supported)
+        torch.jit.script(model)

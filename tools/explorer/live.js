@@ -5,13 +5,15 @@
 // Decoding is lib.export's rule (manifest.json, "decoding"), which is lib.translate's greedy decoding:
 //   src = ids of the cleaned text (text.js) + [</s>]; tgt = [<s>]; for at most min(floor(1.5 len(src)) + 10, max_len)
 //   steps append argmax(logits) and stop after </s>. A text longer than max_len - 1 ids is translated in pieces,
-//   as lib.translate does (text.js: pieces), and the pieces' translations are joined with a space.
+//   as lib.translate does (text.js: pieces), and the pieces' translations are joined with a space. A paragraph is
+//   split into sentences first (domain.js: sentences), and input that looks out of domain gets a note (domain.js).
 //
 // Used by chapters/translate_live.md: start({ form, input, output, status, explorer }) with its elements. The status
 // line's data-state is "loading", "done", "empty" (a blank input: a prompt instead of a translation) or "error".
 
 import { mount } from "./explorer.js";
 import { clean, decodeIds, pieces, plainTokenizerJSON } from "./text.js";
+import { domainNote, sentences, showDomainNote } from "./domain.js";
 
 const VENDOR = new URL("../", import.meta.url); // _static/: the vendored packages sit beside this folder
 const EXPORT = new URL("../live/", import.meta.url); // _static/live/: what `python -m lib.export` wrote
@@ -27,34 +29,76 @@ async function fetchBytes(url, expected) {
   return bytes;
 }
 
-/** Load the model: onnxruntime-web, the tokenizer and both graphs. Returns a translator. */
-export async function load() {
-  const start = performance.now();
-  const [ort, { Tokenizer }] = await Promise.all([
-    import(new URL("onnxruntime-web/dist/ort.wasm.bundle.min.mjs", VENDOR).href),
-    import(new URL("tokenizers/dist/tokenizers.min.mjs", VENDOR).href),
-  ]);
-  ort.env.wasm.numThreads = 1; // no SharedArrayBuffer without cross-origin isolation; one thread works anywhere
+const ORT_MODULE = new URL("onnxruntime-web/dist/ort.wasm.bundle.min.mjs", VENDOR);
+const TOKENIZERS_MODULE = new URL("tokenizers/dist/tokenizers.min.mjs", VENDOR);
+
+/** The runtime, imported and configured: one thread (no SharedArrayBuffer without cross-origin isolation). */
+async function runtime() {
+  const ort = await import(ORT_MODULE.href);
+  ort.env.wasm.numThreads = 1;
   ort.env.wasm.proxy = false;
   ort.env.logLevel = "error";
+  return ort;
+}
+
+/**
+ * Start onnxruntime's WebAssembly (fetch and compile its 14 MB of kernels) now, while the model's files arrive,
+ * rather than inside the first InferenceSession.create once they have all come. onnxruntime-web exports no
+ * init function: creating a session initialises the runtime before it reads the model, so a session of an
+ * empty model starts it, and its "cannot load the model" error is expected and dropped. A real failure of the
+ * runtime shows again, with its message, when the encoder's session is created.
+ */
+function warmUp(ort, options) {
+  return ort.InferenceSession.create(new Uint8Array(0), options).then(
+    (session) => session.release(),
+    () => {},
+  );
+}
+
+/**
+ * Load the model: onnxruntime-web, the tokenizer and both graphs. Returns a translator.
+ *
+ * Everything starts at once (issue 35: the first translation within 3 s of opening the page): the two modules,
+ * the manifest and the model's files, and, as soon as the runtime module is there, its WebAssembly. The page
+ * preloads the same URLs (chapters/translate_live.md), so most are already on their way when this runs.
+ * performance.mark("live:...") records each step (tools/live_timing.py prints them).
+ */
+export async function load() {
+  const start = performance.now();
+  const options = { executionProviders: ["wasm"], graphOptimizationLevel: "all" };
+  const ortReady = runtime().then((ort) => {
+    performance.mark("live:runtime-module");
+    return { ort, warm: warmUp(ort, options).then(() => performance.mark("live:runtime-ready")) };
+  });
+  const tokenizersReady = import(TOKENIZERS_MODULE.href);
   const manifest = await (await fetch(new URL("manifest.json", EXPORT))).json();
   const files = manifest.files;
-  const [encoderBytes, decoderBytes, weights, tokenizerBytes] = await Promise.all(
+  const bytesReady = Promise.all(
     ["encoder.onnx", "decoder.onnx", manifest.external_data, "tokenizer.json"].map((name) =>
       fetchBytes(new URL(name, EXPORT), files[name]?.bytes),
     ),
   );
+  const [{ ort, warm }, { Tokenizer }, [encoderBytes, decoderBytes, weights, tokenizerBytes]] = await Promise.all([
+    ortReady,
+    tokenizersReady,
+    bytesReady,
+  ]);
+  performance.mark("live:files");
   const tokenizerJSON = JSON.parse(new TextDecoder().decode(tokenizerBytes));
-  const options = {
-    executionProviders: ["wasm"],
-    graphOptimizationLevel: "all",
-    externalData: [{ path: manifest.external_data, data: weights }], // one weights.bin for both graphs
-  };
-  const encoder = await ort.InferenceSession.create(encoderBytes, options);
-  const decoder = await ort.InferenceSession.create(decoderBytes, options);
+  const tokenizer = new Tokenizer(tokenizerJSON, {});
+  const plain = new Tokenizer(plainTokenizerJSON(tokenizerJSON), {});
+  performance.mark("live:tokenizer");
+  await warm;
+  // one weights.bin for both graphs
+  const sessionOptions = { ...options, externalData: [{ path: manifest.external_data, data: weights }] };
+  const encoder = await ort.InferenceSession.create(encoderBytes, sessionOptions);
+  const decoder = await ort.InferenceSession.create(decoderBytes, sessionOptions);
+  performance.mark("live:sessions");
   const bytes = Object.values(files).reduce((sum, f) => sum + f.bytes, 0);
-  return new Translator(ort, manifest, encoder, decoder, new Tokenizer(tokenizerJSON, {}),
-    new Tokenizer(plainTokenizerJSON(tokenizerJSON), {}), { seconds: (performance.now() - start) / 1000, bytes });
+  return new Translator(ort, manifest, encoder, decoder, tokenizer, plain, {
+    seconds: (performance.now() - start) / 1000,
+    bytes,
+  });
 }
 
 export class Translator {
@@ -98,7 +142,7 @@ export class Translator {
   /** One translation, as `python -m lib.translate` gives it for one line, and the explorer's data of it. */
   async translate(text) {
     const cleaned = clean(text);
-    const parts = pieces(this.plain, cleaned, this.maxLen - 1, this.special);
+    const parts = sentences(cleaned).flatMap((s) => pieces(this.plain, s, this.maxLen - 1, this.special));
     const texts = [];
     let first = null;
     for (const part of parts) {
@@ -107,7 +151,10 @@ export class Translator {
       first ??= result;
     }
     const translation = texts.length === 1 ? texts[0] : texts.filter((t) => t).join(" ");
-    if (!first) return { translation, explorer: null, pieces: 0 };
+    const ids = cleaned ? this.plain.encode(cleaned, { add_special_tokens: false }).ids : [];
+    const tokens = ids.map((i) => this.plain.id_to_token(i));
+    const note = domainNote(tokens, this.manifest.domain); // domain.js: lib.translate.domain_note
+    if (!first) return { translation, explorer: null, pieces: 0, note };
     const name = (i) => this.tokenizer.id_to_token(i);
     const sentence = {
       source: parts.length > 1 ? `${cleaned.slice(0, 80)}… (first of ${parts.length} pieces)` : cleaned,
@@ -117,7 +164,8 @@ export class Translator {
       tgt_input_tokens: [name(this.special["<s>"]), ...first.produced.slice(0, -1).map(name)],
       maps: { cross: first.cross },
     };
-    return { translation, explorer: { format: 1, decimals: DECIMALS, sentences: [sentence] }, pieces: parts.length };
+    const explorer = { format: 1, decimals: DECIMALS, sentences: [sentence] };
+    return { translation, explorer, pieces: parts.length, note };
   }
 }
 
@@ -176,6 +224,7 @@ export async function start({ form, input, output, status, explorer }) {
       const result = await translator.translate(input.value);
       const ms = performance.now() - t0;
       output.textContent = result.translation;
+      showDomainNote(document.getElementById("live-domain"), result.note); // domain.js
       count += 1;
       Object.assign(output.dataset, { count, ms: ms.toFixed(1) });
       if (result.explorer) {
@@ -188,7 +237,10 @@ export async function start({ form, input, output, status, explorer }) {
       const split = result.pieces > 1 ? ` in ${result.pieces} pieces (the map shows the first)` : "";
       say(`Translated${split} in ${ms.toFixed(0)} ms (model loaded in ${translator.loaded.seconds.toFixed(1)} s).`, "done");
       // performance.now() counts from the page's navigation: the reader's wait for the first translation
-      if (count === 1) status.dataset.firstSeconds = (performance.now() / 1000).toFixed(2);
+      if (count === 1) {
+        performance.mark("live:first");
+        status.dataset.firstSeconds = (performance.now() / 1000).toFixed(2);
+      }
     } catch (error) {
       say(`Translation failed: ${error.message}`, "error");
       throw error;
@@ -196,6 +248,7 @@ export async function start({ form, input, output, status, explorer }) {
       button.disabled = false;
     }
   };
+  form.addEventListener("submit", () => showDomainNote(document.getElementById("live-domain"), null)); // domain.js
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     if (!button.disabled) run();

@@ -19,6 +19,24 @@ Loaded by ``_config.yml`` (``sphinx.local_extensions``). Found with the browser 
    twice under Jupyter Book, and the second copy throws "Identifier 'THEBE_JS_URL' has already been
    declared". We drop exact duplicates from each page's script and stylesheet lists, keeping the first.
 
+Three more fixes of what the theme and Sphinx write, for readers and their screen readers (issue 35; the browser
+tests' axe-core check in ``tests/browser/test_layout.py`` finds each of them if it comes back):
+
+3. ``_drop_thebe``: sphinx-thebe (which Jupyter Book always loads) adds ``const THEBE_JS_URL =
+   "https://unpkg.com/..."``, its script and its stylesheet to every page, although the book has no Thebe button
+   (``launch_buttons.thebe: false``): a CDN address on an offline site. They are left out while Thebe is off.
+4. ``_bibliography_translator``: docutils writes the bibliography as ``<div role="list">`` holding ``<div
+   role="doc-biblioentry">`` entries, a DPUB-ARIA role that ARIA 1.3 deprecates and that is not a list item,
+   so assistive technology (and axe-core's aria-required-children, a critical violation) sees a list without
+   items. Each entry is written as ``role="listitem"`` instead.
+
+And ``_name_nav_toggles``: the sidebar's expanders (a chapter's deeper dives) are ``<summary>`` elements holding only
+a chevron icon, so a screen reader announces an unnamed control (axe-core's summary-name, serious); each gets the
+name "Pages under <chapter>". And ``_visit_hidden_cell``: MyST-NB's folded cells (``hide-input``, ``hide-output``)
+are ``<summary aria-label="Toggle hidden content">`` around the visible words "Show code cell output", a name that
+does not contain what a speech user sees and says (label-content-name-mismatch, serious): the same markup without
+that label, so the visible words are the name.
+
 It also puts the book's own JavaScript into the site: ``lib/explorer.js`` (the attention explorer, in ``lib``
 because the notebook widget ``lib.explorer.ExplorerWidget`` runs the same module) and ``tools/explorer/*.js`` (the
 live translator) into ``_static/explorer/``, and the ONNX export of the shipped model, which ``make book`` writes
@@ -116,8 +134,83 @@ def _key(asset: Any) -> tuple:
 def _page_context(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
     _set_default_mode(context)
     _dedupe_assets(context)
+    _drop_thebe(app, context)
+    _name_nav_toggles(context)
     _drop_anywidget_state(context)
     _portable_buttons(app, pagename, context)
+
+
+def _thebe_on(app: Any) -> bool:
+    launch = (app.config.html_theme_options or {}).get("launch_buttons") or {}
+    return bool(launch.get("thebe")) or bool((getattr(app.config, "thebe_config", None) or {}).get("always_load"))
+
+
+def _drop_thebe(app: Any, context: dict) -> None:
+    """No sphinx-thebe configuration (its CDN ``THEBE_JS_URL``), script or stylesheet while Thebe is off."""
+    if _thebe_on(app):
+        return
+    for name in ("script_files", "css_files"):
+        assets = context.get(name) or []
+        context[name] = [
+            asset
+            for asset in assets
+            if "sphinx-thebe" not in str(getattr(asset, "filename", asset) or "")
+            and "THEBE_JS_URL" not in str((getattr(asset, "attributes", {}) or {}).get("body", ""))
+        ]
+
+
+def _name_nav_toggles(context: dict) -> None:
+    """Give the sidebar's icon-only expanders (``<summary>``) a name: "Pages under <the chapter's title>"."""
+    original = context.get("generate_toctree_html")  # pydata-sphinx-theme's, per page (its html-page-context)
+    if original is None:
+        return
+
+    def generate_toctree_html(kind: str, *args: Any, **kwargs: Any) -> Any:
+        soup = original(kind, *args, **kwargs)
+        if kind == "sidebar" and hasattr(soup, "select"):
+            for summary in soup.select("li > details > summary"):
+                if summary.get_text(strip=True) or summary.get("aria-label"):
+                    continue
+                item = summary.find_parent("li")
+                link = item.find("a", class_="reference", recursive=False) if item else None
+                title = link.get_text(" ", strip=True) if link else ""
+                summary["aria-label"] = f"Pages under {title}" if title else "More pages"
+        return soup
+
+    context["generate_toctree_html"] = generate_toctree_html
+
+
+def _visit_hidden_cell(self: Any, node: Any) -> None:
+    """MyST-NB's ``visit_HideCellInput`` without ``aria-label`` on ``<summary>`` (its visible prompt names it)."""
+    classes = " ".join(node["classes"])
+    self.body.append(f'<details class="admonition hide {classes}">\n<summary>\n')
+    self.body.append(f'<p class="collapsed admonition-title">{html_escape(node["prompt_show"])}</p>\n')
+    self.body.append(f'<p class="expanded admonition-title">{html_escape(node["prompt_hide"])}</p>\n')
+    self.body.append("</summary>\n")
+
+
+def _name_hidden_cells(app: Any) -> None:
+    """Replace MyST-NB's HTML visitor of folded cells (see the module's docstring)."""
+    try:
+        from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
+    except ImportError:  # MyST-NB not loaded: nothing to fix
+        return
+    app.add_node(HideCodeCellNode, override=True, html=(_visit_hidden_cell, depart_HideCellInput))
+
+
+def _bibliography_translator(app: Any) -> None:
+    """Write each bibliography entry as a list item (see the module's docstring, point 4)."""
+    if app.builder.format != "html":
+        return
+    base = app.builder.get_translator_class()
+
+    class BibliographyListTranslator(base):
+        def visit_citation(self, node: Any) -> None:
+            if not isinstance(node.previous_sibling(), type(node)):
+                self.body.append('<div role="list" class="citation-list">\n')
+            self.body.append(self.starttag(node, "div", classes=[node.tagname], role="listitem"))
+
+    app.registry.translators[app.builder.name] = BibliographyListTranslator
 
 
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
@@ -389,5 +482,7 @@ def setup(app: Any) -> dict:
     app.connect("builder-inited", _check_portable)
     app.connect("build-finished", _copy_portable)
     app.connect("builder-inited", _check_live_export)
+    app.connect("builder-inited", _bibliography_translator)
+    app.connect("builder-inited", _name_hidden_cells)
     app.connect("build-finished", _copy_scripts)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,127 @@
+"""Issue 31: the figures of lib.plots and lib.diagrams are legible where the reader sees them.
+
+Every text is at least 9 pt at the page's 688-px column (a notebook's PNG at 100 dpi is scaled down to fit it when
+wider), measured by lib.plots.smallest_text_pt; and a kernel-free slider's frames carry a description of their
+figure as alt text, not just the slider's value.
+"""
+
+import json
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pytest
+
+from lib import plots
+from lib.diagrams import plot_transformer_diagram
+
+SRC = ["▁Ein", "▁Mann", "▁trinkt", "▁aus", "▁einem", "▁Wein", "glas", "▁während", "▁er", ".", "</s>"]
+TGT = ["▁A", "▁man", "▁is", "▁drinking", "▁from", "▁a", "▁wine", "glass", "▁while", "▁reading", ".", "</s>"]
+
+
+def _beam_tree():
+    """A beam tree of the decoding chapter's shape: 15 steps, K = 4, four finished hypotheses, long sub-words."""
+    rng = np.random.default_rng(0)
+    labels, parents, scores, depth = ["<s>"], [-1], [0.0], [0]
+    beam = [0]
+    for t in range(1, 15):
+        nxt = []
+        for p in beam:
+            for _ in range(2 if len(nxt) < 4 else 0):
+                labels.append("</s>" if t in (12, 13, 14) and len(nxt) == 0 else f"▁word{rng.integers(100)}")
+                parents.append(p)
+                scores.append(scores[p] - float(rng.random()))
+                depth.append(t)
+                if labels[-1] != "</s>":
+                    nxt.append(len(labels) - 1)
+        beam = nxt[:4] or beam[:1]
+    path = [len(labels) - 1]
+    while parents[path[-1]] != -1:
+        path.append(parents[path[-1]])
+    return labels, parents, scores, path[::-1]
+
+
+FIGURES = {
+    "transformer diagram": lambda: plot_transformer_diagram(),
+    "transformer diagram, encoder": lambda: plot_transformer_diagram(part="encoder"),
+    "transformer diagram, decoder": lambda: plot_transformer_diagram(part="decoder"),
+    "beam tree": lambda: plots.plot_beam_tree(*_beam_tree(), title="Beam search, K = 4, α = 0.6"),
+    "grid 3 layers × 4 heads": lambda: plots.plot_attention_grid(
+        np.random.default_rng(0).dirichlet(np.ones(11), size=(3, 4, 12)), SRC, TGT, panel_size=2.4, title="Cross"
+    ),
+    "grid 1 × 8 heads": lambda: plots.plot_attention_grid(
+        np.random.default_rng(1).random((8, 10, 10)), col_titles=[f"m = 1/{2**i}" for i in range(8)], row_titles=[""]
+    ),
+    "curves with long names": lambda: plots.plot_curves(
+        {
+            "the live model: warm-up 400, peak 0.001": ([1, 2, 3], [1, 2, 3]),
+            "the shipped model (40 min): warm-up 800, peak 0.002": ([1, 2, 3], [2, 3, 1]),
+            "the paper: d_model 512, warm-up 4000": ([1, 2, 3], [3, 1, 2]),
+        }
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(FIGURES))
+def test_smallest_text_is_at_least_9pt_at_the_page_width(name):
+    assert plots.smallest_text_pt(FIGURES[name]()) >= 9.0
+
+
+def test_the_two_halves_of_the_diagram_are_shown_at_full_size_on_a_phone():
+    for part in ("encoder", "decoder"):
+        assert plots.smallest_text_pt(plot_transformer_diagram(part=part), column_px=390) >= 9.0
+
+
+def test_smallest_text_pt_scales_a_wide_figure_to_the_column():
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(13.76, 2))  # 1,376 px at 100 dpi + pads: about twice the column
+    fig.text(0.01, 0.5, "small", fontsize=8)
+    fig.text(0.99, 0.5, "wide", fontsize=12, ha="right")
+    sizes, width = plots.drawn_text_sizes(fig)
+    assert sorted(s for s, _ in sizes) == [8.0, 12.0]
+    assert plots.smallest_text_pt(fig) == pytest.approx(8 * 688 / width)
+    assert plots.smallest_text_pt(fig) < 4.5
+
+
+def test_the_beam_tree_is_pruned_to_the_finished_hypotheses():
+    labels, parents, scores, path = _beam_tree()
+    fig = plots.plot_beam_tree(labels, parents, scores, path)
+    drawn = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert any(re.fullmatch(r"\+\d+", t) for t in drawn), "no '+N' for the dropped branches"
+    assert len([t for t in drawn if not t.startswith("+")]) < len(labels)
+    assert len(fig.axes) >= 2, "a 15-step tree should wrap onto more than one row"
+    whole = plots.plot_beam_tree(labels, parents, scores, path, prune=False)
+    assert not any(t.get_text().startswith("+") for ax in whole.axes for t in ax.texts)
+
+
+def test_curves_keep_their_legend_off_the_axes():
+    fig = FIGURES["curves with long names"]()
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    legend = ax.get_legend().get_window_extent()
+    assert legend.x0 >= ax.get_window_extent().x1, "the legend overlaps the axes"
+
+
+def test_slider_frames_are_described_by_their_figure():
+    def view(t):
+        return plots.plot_distributions(
+            {f"T = {t}": np.array([0.6, 0.4]), "top-p": np.array([1.0, 0.0])},
+            ["▁people", "▁men"],
+            xlabel="next token",
+            title=f"P(next token) at T = {t}",
+        )
+
+    slider = plots.figure_slider(view, [0.5, 2.0], name="T", alt="Next-token distribution at temperature {value}")
+    alts = slider.frame_alts()
+    assert alts[0].startswith("Next-token distribution at temperature 0.5. Bar chart 'P(next token) at T = 0.5'")
+    for alt, value in zip(alts, ["0.5", "2.0"]):
+        assert "next token (▁people, ▁men)" in alt and "probability" in alt and f"legend: T = {value}" in alt
+        assert f"Slider T set to {value}" in alt
+    data = json.loads(re.search(r'figure-slider-data">(.*?)</script>', slider._repr_html_()).group(1))
+    assert data["alts"] == alts
+    bare = plots.figure_slider(view, [0.5, 2.0], name="T").frame_alts()
+    assert bare[1].startswith("Bar chart 'P(next token) at T = 2.0'") and len(bare[1].split()) >= 8
