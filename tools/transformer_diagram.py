@@ -28,7 +28,7 @@ from lib.diagrams import plot_transformer_diagram  # noqa: E402
 from lib.files import atomic_write  # noqa: E402
 
 DEFAULT_OUT = ROOT / "chapters" / "images" / "transformer_diagram.png"
-DPI = 110
+DPI = 100
 
 
 def main(argv: list[str] | None = None) -> int:

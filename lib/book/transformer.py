@@ -144,7 +144,7 @@ def schedule_figure(d_model: int = 512, warmup: int = 4000, factor: float = 1.0,
     peak = noam_lr(warmup, d_model, warmup, factor)
     label = f"d_model {d_model}, warm-up {warmup}, factor {factor:g}: peak {peak:.2e}"
     curve = {label: (s, [noam_lr(int(t), d_model, warmup, factor) for t in s])}
-    return legend_outside(plot_curves(curve, xlabel="optimiser step", ylabel="learning rate", figsize=(9.5, 3)))
+    return legend_outside(plot_curves(curve, xlabel="optimiser step", ylabel="learning rate", figsize=(6.6, 3)))
 
 
 def warmup_frame(warmup: int) -> Figure:
