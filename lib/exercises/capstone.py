@@ -21,7 +21,7 @@ from ..decode import greedy_decode, length_penalty
 from ..metrics import corpus_bleu
 from ..special_tokens import BOS_ID, EOS_ID, PAD_ID
 from ..training import label_smoothed_cross_entropy
-from .core import AnswerRaised, as_number, call_answer, checker_setup, exercise, require_callable
+from .core import AnswerRaised, as_number, call_answer, checker_setup, exercise, observed, require_callable
 
 # This module only registers checkers (with @exercise, on import): it has no public names.
 __all__: list[str] = []
@@ -253,7 +253,7 @@ def _check_greedy_one_thread(answer: Any) -> str | None:
         expected = list(expected)
         mine = copy.deepcopy(model)  # this call's own model, so that its training mode can be looked at afterwards
         raw = call_answer(answer, mine, src.clone(), max_len, copy_args=False)
-        was_training = mine.training
+        was_training = observed("training mode after the call", lambda mine=mine: mine.training)
         where = f"for «{sentence}» with max_len={max_len}"
         got = _as_ids(raw, f"{where} your output")
         if got == expected and not was_training:
