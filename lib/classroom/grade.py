@@ -74,6 +74,7 @@ from typing import Any
 from .. import exercises
 from ..exercises import core
 from ..files import atomic_write, atomic_write_text
+from . import answers, sandbox
 from .chart import plot_grade_summary
 from .edition import read_edition
 
@@ -402,17 +403,32 @@ def _describe(index: int, cell: Any) -> str:
 
 
 def _execute(
-    nb: Any, *, cell_timeout: float, timeout: float, call_limit: float | None, network: bool, kernel: str
+    nb: Any,
+    *,
+    cell_timeout: float,
+    timeout: float,
+    call_limit: float | None,
+    network: bool,
+    kernel: str,
+    setup_source: str | None = None,
+    after_cell: Any = None,
 ) -> _Run:
-    """Execute ``nb`` (an nbformat notebook, changed in place) after the hidden set-up cell; see the module doc."""
+    """Execute ``nb`` (an nbformat notebook, changed in place) after the hidden set-up cell; see the module doc.
+
+    ``setup_source`` replaces the set-up cell (the sandbox's runner records answers on a tape); ``after_cell(i)``
+    is called after each code cell ran (or stopped the run).
+    """
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
 
     token = secrets.token_hex(16)
     setup = nbformat.v4.new_code_cell(
-        "import lib.classroom.grade\n"
-        f"lib.classroom.grade._prepare_kernel({token!r}, {call_limit!r}, network={network!r})"
+        setup_source
+        or (
+            "import lib.classroom.grade\n"
+            f"lib.classroom.grade._prepare_kernel({token!r}, {call_limit!r}, network={network!r})"
+        )
     )
     cells = list(nb.cells)
     for cell in cells:
@@ -468,6 +484,8 @@ def _execute(
                 try:
                     client.execute_cell(cell, i + 1)
                 except DeadKernelError:
+                    if after_cell is not None:
+                        after_cell(i)
                     ran.add(i)
                     if killed.is_set():
                         stopped = f"the notebook ran past its limit of {timeout:g} s and its kernel was stopped"
@@ -476,11 +494,15 @@ def _execute(
                     stopped_at = i
                     break
                 except Exception as err:  # broad on purpose: whatever nbclient raises, the others are graded
+                    if after_cell is not None:
+                        after_cell(i)
                     ran.add(i)
                     stopped = f"the grader could not run a cell ({type(err).__name__}: {_first_line(str(err))})"
                     stopped_at = i
                     break
                 ran.add(i)
+                if after_cell is not None:
+                    after_cell(i)
     except Exception as err:  # broad on purpose: a kernel that does not start must not stop the class's grading
         if not ran and not stopped:
             setup_error = f"the kernel failed ({type(err).__name__}: {_first_line(str(err))})"
@@ -519,17 +541,21 @@ def _outcome(run: _Run, name: str, cell_timeout: float) -> tuple[str, str]:
     if run.setup_error:
         return "error", f"the grader could not prepare the kernel: {run.setup_error}"
     mine = [(i, r) for i, r in run.records if r.get("exercise") == name]
-    if mine:
-        index, last = mine[-1]
-        if last.get("event") == "verdict" and isinstance(last.get("line"), str):
-            return _verdict_of_line(last["line"], name)
+    starts = [k for k, (_, r) in enumerate(mine) if r.get("event") == "start"]
+    if starts:
+        index, start = mine[starts[-1]]
+        end = next((r for _, r in mine[starts[-1] + 1 :] if r.get("event") == "end"), None)
+        if end is not None:
+            return _verdict_of_line(answers.replay(name, start, end), name)
+        if index is None:  # the sandbox stopped before it said which cell ran
+            return "error", f"crashed in this exercise: {run.stopped} during {call}"
         where = _describe(index, run.cells[index])
         err = _error_of(run.cells[index])
         if err is not None and err.get("ename") == "KeyboardInterrupt":
             return "time-out", f"{call} in {where} ran past {_limit(run, index, cell_timeout)}"
         if run.stopped_at == index:
-            return "error", f"{run.stopped} during {call} in {where}"
-        return "error", f"{call} in {where} did not finish"
+            return "error", f"crashed in this exercise: {run.stopped} during {call} in {where}"
+        return "error", f"crashed in this exercise: {call} in {where} did not finish"
     calling = [i for i, c in enumerate(run.cells) if c.get("cell_type") == "code" and name in _called(c)]
     if not calling:
         return "⏳", f"no cell calls {call}: the exercise's cell was deleted or changed"
@@ -544,6 +570,11 @@ def _outcome(run: _Run, name: str, cell_timeout: float) -> tuple[str, str]:
                 f": {evalue}" if evalue else ""
             )
     first = calling[0]
+    if run.stopped_at in calling:
+        where = _describe(run.stopped_at, run.cells[run.stopped_at])
+        return "error", f"crashed in this exercise: {run.stopped} in {where}, before its check"
+    if run.stopped_at is None and run.stopped:  # the sandbox stopped before it said where
+        return "error", f"not reached: {run.stopped}"
     if run.stopped_at is not None and first >= run.stopped_at and first not in run.ran:
         verdict = "time-out" if run.stopped.startswith("the notebook ran past") else "error"
         return verdict, f"not reached: {run.stopped} at {_describe(run.stopped_at, run.cells[run.stopped_at])}"
@@ -575,6 +606,7 @@ def grade_submission(
     call_timeout: float | None = None,
     network: bool = False,
     kernel: str = "python3",
+    sandboxed: bool = True,
 ) -> tuple[list[Row], float]:
     """Grade one submitted notebook: one :class:`Row` per exercise of its chapter (see the module docstring).
 
@@ -588,8 +620,10 @@ def grade_submission(
         timeout: seconds the whole notebook may run; the cells after that are not run.
         call_timeout: seconds one call of the student's function by a checker may run; default
             ``min(lib.exercises.core.TIME_LIMIT_S, cell_timeout / 2)``.
-        network: allow network connections from the kernel.
+        network: allow network connections from the kernel (only without the sandbox, which has no network).
         kernel: the Jupyter kernel's name.
+        sandboxed: run it in bubblewrap (:mod:`lib.classroom.sandbox`); False: in a child process without it
+            (every row's note says so).
 
     Returns:
         ``(rows, seconds)``: the rows in the registry's order of exercises, and the time the kernel ran (0 when
@@ -635,11 +669,72 @@ def grade_submission(
     problem, note = _edition(nb, graded)
     if problem is not None:
         return rows(("error", problem)), 0.0
-    run = _execute(
-        nb, cell_timeout=cell_timeout, timeout=timeout, call_limit=call_timeout, network=network, kernel=kernel
-    )
+    if not sandboxed:
+        note = "; ".join(filter(None, [UNSANDBOXED, note]))
+    limits = sandbox.Limits(cell_timeout=cell_timeout, timeout=timeout, call_timeout=call_timeout)
+    result = sandbox.run_notebook(nb, limits, sandboxed=sandboxed, kernel=kernel)
+    try:
+        run = _run_from_sandbox(nb, result, timeout)
+    finally:
+        result["cleanup"]()
     outcomes = {ex.name: _outcome(run, ex.name, cell_timeout) for ex in exercises.list_exercises(graded)}
     return rows(outcomes, note), run.seconds
+
+
+#: The note on every row of a submission graded without the sandbox (``--unsandboxed``).
+UNSANDBOXED = "graded without the sandbox (--unsandboxed)"
+
+
+def _run_from_sandbox(nb: Any, result: dict[str, Any], timeout: float) -> _Run:
+    """The :class:`_Run` of a sandboxed execution: its ``run.json`` (untrusted, read defensively) and its tape."""
+    cells = [dict(c) for c in nb.cells]
+    for c in cells:
+        c["outputs"] = []
+    summary = result["run"] or {}
+    tape = answers.read_tape(result["tape"])
+
+    def ints(key: str) -> set[int]:
+        values = summary.get(key)
+        return {v for v in values if isinstance(v, int) and 0 <= v < len(cells)} if isinstance(values, list) else set()
+
+    if not summary:
+        code = result["exit"]
+        why = "ran past its time limit and was stopped" if code is None else f"exited with status {code}"
+        stopped = (
+            f"the submission's sandbox stopped before its run finished (it {why}: a notebook that killed its "
+            "runner, ran out of memory or processes)"
+        )
+        records = [(None, r) for _, r in tape]
+        return _Run(cells, set(), stopped, None, set(), records, None, result["seconds"], timeout)
+    errors = summary.get("errors") if isinstance(summary.get("errors"), dict) else {}
+    for key, err in errors.items():
+        if key.isdigit() and int(key) < len(cells) and isinstance(err, dict):
+            cells[int(key)]["outputs"] = [
+                {"output_type": "error", "ename": str(err.get("ename", "")), "evalue": str(err.get("evalue", ""))}
+            ]
+    bounds = [
+        (i, n)
+        for i, n in (summary.get("tape_lines") or [])
+        if isinstance(i, int) and isinstance(n, int) and 0 <= i < len(cells)
+    ]
+    records = []
+    for line, record in tape:
+        cell = next((i for i, n in bounds if line < n), None)
+        records.append((cell, record))
+    stopped_at = summary.get("stopped_at")
+    stopped = summary.get("stopped")
+    setup_error = summary.get("setup_error")
+    return _Run(
+        cells,
+        ints("ran"),
+        str(stopped) if stopped else None,
+        stopped_at if isinstance(stopped_at, int) and 0 <= stopped_at < len(cells) else None,
+        ints("cut_by_deadline"),
+        records,
+        str(setup_error) if setup_error else None,
+        result["seconds"],
+        timeout,
+    )
 
 
 def grade(
