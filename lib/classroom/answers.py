@@ -148,7 +148,7 @@ def _hashable(key: Any) -> Any:
 
 def _digest_form(x: Any, depth: int = 0) -> Any:
     if isinstance(x, torch.nn.Module) and depth < _MAX_DEPTH:
-        state = {k: v for k, v in x.state_dict().items()}
+        state = dict(x.state_dict().items())
         return {"module": type(x).__name__, "training": x.training, "state": _digest_form(state, depth + 1)}
     if isinstance(x, (list, tuple)) and depth < _MAX_DEPTH:
         return {type(x).__name__: [_digest_form(v, depth + 1) for v in x]}

@@ -83,6 +83,7 @@ __all__ = [
     "VERDICTS",
     "Row",
     "find_submissions",
+    "skipped_files",
     "detect_chapter",
     "student_name",
     "grade_submission",
@@ -166,6 +167,37 @@ def find_submissions(paths: Iterable[str | os.PathLike]) -> list[Path]:
     return sorted(dict.fromkeys(found))
 
 
+def skipped_files(paths: Iterable[str | os.PathLike]) -> list[tuple[Path, str]]:
+    """What :func:`find_submissions` leaves out of the folders given, each with its reason (every file accounted for).
+
+    Args:
+        paths: files and folders (as given to :func:`find_submissions`).
+
+    Returns:
+        ``[(path, reason), ...]``: hidden files and folders (a folder counts once), folders named ``*.ipynb``, files
+        that are not ``.ipynb``.
+    """
+    skipped: list[tuple[Path, str]] = []
+    for top in (Path(p) for p in paths):
+        if not top.is_dir():
+            continue
+        for folder, dirs, files in os.walk(top):
+            here = Path(folder)
+            for d in sorted(dirs):
+                if d.startswith("."):
+                    n = sum(len(f) for _, _, f in os.walk(here / d))
+                    skipped.append((here / d, f"not graded: a hidden folder (its name starts with a dot; {n} file(s))"))
+                elif d.endswith(".ipynb"):
+                    skipped.append((here / d, "not graded: a folder named like a notebook, not a notebook file"))
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for f in sorted(files):
+                if f.startswith("."):
+                    skipped.append((here / f, "not graded: a hidden file (its name starts with a dot)"))
+                elif not f.endswith(".ipynb"):
+                    skipped.append((here / f, "not graded: not a .ipynb file"))
+    return skipped
+
+
 def _read(path: Path) -> tuple[dict | None, str | None]:
     """``(notebook, None)`` for a readable notebook, ``(None, why not)`` otherwise. Never raises."""
     import nbformat
@@ -180,8 +212,15 @@ def _read(path: Path) -> tuple[dict | None, str | None]:
         raw = json.loads(text)
     except ValueError as err:
         return None, f"not a notebook: invalid JSON ({err})"
-    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list) or "nbformat" not in raw:
-        return None, "not a notebook: the JSON has no 'cells' list and no 'nbformat' version"
+    version = raw.get("nbformat") if isinstance(raw, dict) else None
+    if not isinstance(version, int) or isinstance(version, bool):
+        return None, "not a notebook: the JSON has no 'nbformat' version"
+    if version < 3 or version > 4:
+        return None, f"nbformat {version} notebooks cannot be graded (only 3, upgraded, and 4)"
+    if version == 4 and not isinstance(raw.get("cells"), list):
+        return None, "not a notebook: the JSON has no 'cells' list"
+    if version == 3 and not isinstance(raw.get("worksheets"), list):
+        return None, "not a notebook: an nbformat 3 notebook without 'worksheets'"
     try:
         nb = nbformat.reads(text, as_version=4)
         nbformat.validate(nb)
@@ -230,7 +269,7 @@ def detect_chapter(nb: dict) -> tuple[str | None, str]:
 
 
 def student_name(path: str | os.PathLike, nb: dict | None = None, chapter: str | None = None) -> str:
-    """The student's name: the ``"student"`` entry of the notebook's edition metadata, else the file's stem.
+    """The student's name: the file's stem (a ``"student"`` entry of the metadata is reported, never trusted).
 
     A file named after its chapter (``alice/preliminaries.ipynb``, one folder per student) is named after its
     folder.
@@ -243,9 +282,6 @@ def student_name(path: str | os.PathLike, nb: dict | None = None, chapter: str |
     Returns:
         The name (never empty).
     """
-    edition = read_edition(nb or {})
-    if edition is not None and edition.student is not None:
-        return edition.student
     path = Path(path)
     stem = path.name[: -len(".ipynb")] if path.name.endswith(".ipynb") else path.stem
     if stem in ({chapter} | set(_chapters_with_exercises())) and path.parent.name:
@@ -570,7 +606,7 @@ def _outcome(run: _Run, name: str, cell_timeout: float) -> tuple[str, str]:
                 f": {evalue}" if evalue else ""
             )
     first = calling[0]
-    if run.stopped_at in calling:
+    if run.stopped_at in calling and run.stopped_at in run.ran:
         where = _describe(run.stopped_at, run.cells[run.stopped_at])
         return "error", f"crashed in this exercise: {run.stopped} in {where}, before its check"
     if run.stopped_at is None and run.stopped:  # the sandbox stopped before it said where
@@ -644,12 +680,22 @@ def grade_submission(
         call_timeout = min(core.TIME_LIMIT_S or cell_timeout / 2, cell_timeout / 2)
     path = Path(path)
     nb, problem = _read(path)
+    upgraded = ""
+    if nb is not None and nb.get("metadata", {}).get("orig_nbformat", 4) < 4:
+        upgraded = f"upgraded from nbformat {nb.metadata.orig_nbformat} with nbformat's converter"
     found, how = detect_chapter(nb) if nb is not None else (None, "unknown")
     graded = chapter or found
     name = student_name(path, nb, graded)
+    claimed = (read_edition(nb) if nb is not None else None) or None
+    claim = (
+        f"the notebook's metadata names the student {claimed.student[:60]!r}, not {name!r}"
+        if claimed is not None and claimed.student is not None and claimed.student != name
+        else ""
+    )
 
     def rows(outcome: tuple[str, str] | dict[str, tuple[str, str]], note: str = "") -> list[Row]:
         """One row per exercise of the graded chapter (one row in all when the chapter is unknown)."""
+        note = "; ".join(filter(None, [note, claim, upgraded]))
         if graded is None or graded not in chapters:
             return [Row(name, graded or "", "", *outcome, note, str(path))]  # type: ignore[arg-type]
         return [
@@ -742,6 +788,7 @@ def grade(
     chapter: str | None = None,
     *,
     log: Any = None,
+    results: str | os.PathLike | None = None,
     **limits: Any,
 ) -> list[Row]:
     """Grade every submission (:func:`find_submissions`) and return all rows, sorted by student.
@@ -752,6 +799,9 @@ def grade(
         submissions: files and folders.
         chapter: the chapter being graded; None: each notebook's own.
         log: a text stream for one line per submission (name, time, verdict counts); None: silent.
+        results: a folder that keeps each submission's rows as soon as they are known (one JSON file per
+            submission, named after a digest of its bytes and the grading settings, written atomically and never
+            changed); a rerun takes them from there and grades only the others. None: keep nothing.
         **limits: ``cell_timeout``, ``timeout``, ``call_timeout``, ``network``, ``kernel`` of
             :func:`grade_submission`.
 
@@ -764,13 +814,22 @@ def grade(
     """
     paths = find_submissions(submissions)
     graded: list[list[Row]] = []
+    for path, why in skipped_files(submissions):
+        graded.append([Row(path.name, chapter or "", "", "error", why, "", str(path))])
+    if results is not None:
+        Path(results).mkdir(exist_ok=True)
     for path in paths:
-        rows, seconds = grade_submission(path, chapter, **limits)
+        kept = _kept(results, path, chapter, limits)
+        if kept is not None:
+            rows, seconds = kept
+        else:
+            rows, seconds = grade_submission(path, chapter, **limits)
+            _keep(results, path, chapter, limits, rows, seconds)
         graded.append(rows)
         if log is not None:
             counts = collections.Counter(r.verdict for r in rows)
             summary = ", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts[v])
-            ran = f"{seconds:.1f} s" if seconds else "not run"
+            ran = "kept from an earlier run" if kept else (f"{seconds:.1f} s" if seconds else "not run")
             print(f"{rows[0].student}: {path} ({ran}): {summary}", file=log, flush=True)
     names = collections.Counter(rows[0].student for rows in graded)
     result = []
@@ -782,6 +841,38 @@ def grade(
         result += rows
     order = {ex.name: k for k, ex in enumerate(exercises.EXERCISES.values())}
     return sorted(result, key=lambda r: (r.student, r.file, order.get(r.exercise, -1)))
+
+
+def _result_file(results: Any, path: Path, chapter: str | None, limits: dict) -> Path | None:
+    if results is None:
+        return None
+    import hashlib
+
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    settings = json.dumps([str(path), chapter, sorted((k, repr(v)) for k, v in limits.items())])
+    key = hashlib.sha256(data + b"\0" + settings.encode()).hexdigest()[:32]
+    return Path(results) / f"{key}.json"
+
+
+def _kept(results: Any, path: Path, chapter: str | None, limits: dict) -> tuple[list[Row], float] | None:
+    file = _result_file(results, path, chapter, limits)
+    if file is None or not file.is_file():
+        return None
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+        return [Row(*r) for r in data["rows"]], float(data["seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _keep(results: Any, path: Path, chapter: str | None, limits: dict, rows: list[Row], seconds: float) -> None:
+    file = _result_file(results, path, chapter, limits)
+    if file is not None:
+        rows_ = [[getattr(r, c) for c in Row.__dataclass_fields__] for r in rows]
+        atomic_write_text(file, json.dumps({"rows": rows_, "seconds": seconds}, ensure_ascii=False))
 
 
 # --------------------------------------------------------------------------------------------
@@ -806,8 +897,13 @@ def write_csv(rows: Sequence[Row], path: str | os.PathLike) -> Path:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(COLUMNS)
     for r in rows:
-        writer.writerow([getattr(r, c) for c in COLUMNS])
+        writer.writerow([_neutral(getattr(r, c)) for c in COLUMNS])
     return atomic_write_text(path, buf.getvalue())
+
+
+def _neutral(cell: str) -> str:
+    """A cell that a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``, a tab, a return) gets a ``'``."""
+    return "'" + cell if cell[:1] in ("=", "+", "-", "@", "\t", "\r") else cell
 
 
 def read_csv(path: str | os.PathLike) -> list[Row]:
@@ -975,6 +1071,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--network", action="store_true", help="allow the notebooks network connections")
     p.add_argument("--kernel", default="python3", help="the Jupyter kernel (default python3)")
+    p.add_argument(
+        "--unsandboxed",
+        action="store_true",
+        help="run the notebooks without the bubblewrap sandbox (where bwrap is missing; only for notebooks you "
+        "trust: a notebook can then read and change your files). Every row says so.",
+    )
     return p
 
 
@@ -1009,6 +1111,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error(str(err))
     if not paths:
         p.error(f"no .ipynb files found in {', '.join(args.submissions)}")
+    if not args.unsandboxed and sandbox.bwrap_path() is None:
+        p.error(sandbox.MISSING)
     os.environ.setdefault("JUPYTER_PREFER_ENV_PATH", "1")  # the kernel of this environment, not a user's
     rows = grade(
         paths,
@@ -1019,6 +1123,8 @@ def main(argv: list[str] | None = None) -> int:
         call_timeout=args.call_timeout,
         network=args.network,
         kernel=args.kernel,
+        sandboxed=not args.unsandboxed,
+        results=out.with_suffix(".results"),
     )
     write_csv(rows, out)
     summary = summarize(rows)

@@ -19,6 +19,7 @@ and every row says so.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -73,10 +74,8 @@ def _user_processes(uid: int) -> int:
     count = 0
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
-            try:
+            with contextlib.suppress(OSError):
                 count += entry.stat().st_uid == uid
-            except OSError:
-                pass
     return count
 
 
@@ -238,10 +237,8 @@ def run_notebook(nb: Any, limits: Limits, *, sandboxed: bool = True, kernel: str
         except subprocess.TimeoutExpired:
             code = None
         finally:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
             process.wait()
         log.seek(0, os.SEEK_END)
         log.seek(max(0, log.tell() - 4000))
