@@ -181,11 +181,11 @@ def test_csv_cells_a_spreadsheet_would_run_are_neutralised(tmp_path):
 
 
 def test_an_nbformat_3_notebook_is_upgraded(tmp_path):
-    from nbformat.v3 import new_code_cell, new_notebook, new_worksheet, writes
+    from nbformat.v3 import new_code_cell, new_notebook, new_worksheet, writes_json
 
     nb = new_notebook(worksheets=[new_worksheet(cells=[new_code_cell(input='check("matvec", None)')])])
     path = tmp_path / "old.ipynb"
-    path.write_text(writes(nb))
+    path.write_text(writes_json(nb))
     read, problem = grade._read(path)
     assert problem is None and read.metadata.orig_nbformat == 3
     assert read.cells[0].source == 'check("matvec", None)'
