@@ -132,9 +132,12 @@ def test_the_hostile_class_grades_in_one_run(tmp_path, capsys):
     assert verdict[("blank", "matvec")] == "⏳"
     assert verdict[("kill_parent", "matvec")] == "⏳"  # checked as blank before it killed its runner
     assert got[("kill_parent", "softmax_stable")].message.startswith("no cell calls")
-    for cheat in ("registry", "allclose", "verdict_and_token"):
+    for cheat in ("allclose", "verdict_and_token"):  # the grader's checker compares the recorded values
         assert verdict[(cheat, "matvec")] == "❌", got[(cheat, "matvec")]
         assert got[(cheat, "matvec")].message.startswith("for W of shape"), got[(cheat, "matvec")]
+    # the kernel's patched registry never called the function: nothing recorded, nothing solved
+    assert verdict[("registry", "matvec")] == "❌"
+    assert "no record of your function" in got[("registry", "matvec")].message
     assert verdict[("verdict_and_token", "one_hot")] == "❌"  # the forged record holds no call
     assert "no record of your function" in got[("verdict_and_token", "one_hot")].message
     # the vandal reached no classmate, and its start-up file reached no later kernel
