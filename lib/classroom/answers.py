@@ -200,7 +200,20 @@ class Recorder:
         self.observed: list[list[Any]] = []
 
     def call(self, fn: Any, args: tuple, copy_args: bool, real: Callable[..., Any]) -> Any:
-        """Call the reader's function as :func:`~lib.exercises.core.call_answer` does, and record the outcome."""
+        """Call the reader's function as :func:`~lib.exercises.core.call_answer` does, and record the outcome.
+
+        Args:
+            fn: the reader's function.
+            args: its arguments.
+            copy_args: passed on to ``real``.
+            real: the call :func:`~lib.exercises.core.call_answer` makes without a hook.
+
+        Returns:
+            What the function returned.
+
+        Raises:
+            AnswerRaised: the function raised (and the other exceptions of ``call_answer``).
+        """
         key = digest(args)
         outcome, value, err = _outcome(real, fn, args, copy_args)
         self.calls.append([key, outcome])
@@ -209,7 +222,15 @@ class Recorder:
         return value
 
     def observe(self, what: str, measure: Callable[[], Any]) -> Any:
-        """Measure, and record the measurement."""
+        """Measure, and record the measurement.
+
+        Args:
+            what: what is measured.
+            measure: a function of no arguments that measures it.
+
+        Returns:
+            The measurement.
+        """
         value = measure()
         self.observed.append([what, encode(value)])
         return value
@@ -234,7 +255,24 @@ class Replayer:
         self.measured: dict[str, int] = {}
 
     def call(self, fn: Any, args: tuple, copy_args: bool, real: Callable[..., Any]) -> Any:
-        """The recorded outcome of the reader's function on ``args`` (raised again if it was an exception)."""
+        """The recorded outcome of the reader's function on ``args`` (raised again if it was an exception).
+
+        Args:
+            fn: the reader's function.
+            args: its arguments.
+            copy_args: passed on to ``real``.
+            real: the call :func:`~lib.exercises.core.call_answer` makes without a hook.
+
+        Returns:
+            The recorded value.
+
+        Raises:
+            AnswerStopped: nothing was recorded for these inputs, or the function ran past its limit.
+            AnswerRaised: the function raised (an exception of the recorded type and message).
+            NotSolved: the function was still the starter's.
+            AssertionError: it returned None.
+            ValueError: a damaged record.
+        """
         key = digest(args)
         outcomes = self.calls.get(key)
         if not outcomes:
@@ -267,7 +305,18 @@ class Replayer:
         raise ValueError("a damaged record")
 
     def observe(self, what: str, measure: Callable[[], Any]) -> Any:
-        """The recorded measurement (not measured again: the reader's function is not here)."""
+        """The recorded measurement (not measured again: the reader's function is not here).
+
+        Args:
+            what: what is measured.
+            measure: not called.
+
+        Returns:
+            The recorded measurement.
+
+        Raises:
+            AnswerStopped: nothing was recorded.
+        """
         values = self.observed.get(what, [])
         n = self.measured.get(what, 0)
         self.measured[what] = n + 1

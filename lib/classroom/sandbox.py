@@ -66,7 +66,11 @@ class Limits:
 
 
 def bwrap_path() -> str | None:
-    """The path of ``bwrap``, or None where it is not installed."""
+    """Where ``bwrap`` is.
+
+    Returns:
+        Its path, or None where it is not installed.
+    """
     return shutil.which("bwrap")
 
 

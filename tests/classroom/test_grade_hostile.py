@@ -40,19 +40,21 @@ CASES = {
     "registry": (
         [
             "import lib.exercises as ex\nfrom lib.exercises import core\n"
-            "for e in list(ex.EXERCISES):\n    ex.EXERCISES[e] = core.Exercise(e, ex.EXERCISES[e].chapter, '', lambda a: None)",
+            "for e in list(ex.EXERCISES):\n"
+            "    ex.EXERCISES[e] = core.Exercise(e, ex.EXERCISES[e].chapter, '', lambda a: None)",
             WRONG + 'check("matvec", matvec)',
         ],
         None,
-    ),  # fmt: skip
+    ),
     "allclose": (
         [
-            "import math, numpy as np, torch\nnp.allclose = lambda *a, **k: True\ntorch.allclose = lambda *a, **k: True\n"
+            "import math, numpy as np, torch\nnp.allclose = lambda *a, **k: True\n"
+            "torch.allclose = lambda *a, **k: True\n"
             "math.isclose = lambda *a, **k: True\nnp.testing.assert_allclose = lambda *a, **k: None",
             WRONG + 'check("matvec", matvec)',
         ],
         None,
-    ),  # fmt: skip
+    ),
     "verdict_and_token": (
         [
             "import lib.exercises as ex\nex._verdict = lambda n, a: f'✅ {n}: correct.'\n"
@@ -64,7 +66,7 @@ CASES = {
             " + json.dumps({'event': 'end', 'exercise': 'one_hot', 'calls': [], 'observed': []}) + '\\n')",
         ],
         None,
-    ),  # fmt: skip
+    ),
     "vandal": (
         [
             "import os\nfor top, dirs, files in os.walk('/'):\n"
@@ -80,7 +82,7 @@ CASES = {
             'check("matvec", None)',
         ],
         None,
-    ),  # fmt: skip
+    ),
     "zed_after_vandal": ([WRONG + 'check("matvec", matvec)'], None),
     "=HYPERLINK(1)": (['check("matvec", None)'], None),
     "claims_good_1": ([WRONG + 'check("matvec", matvec)'], "good"),
