@@ -53,19 +53,13 @@ from __future__ import annotations
 
 import argparse
 import collections
-import copy
 import csv
 import io
 import json
 import math
 import os
 import re
-import secrets
-import shutil
 import sys
-import tempfile
-import threading
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,6 +71,7 @@ from ..files import atomic_write, atomic_write_text
 from . import answers, sandbox
 from .chart import plot_grade_summary
 from .edition import read_edition
+from .execute import _error_of, _execute, _first_line, _Run  # noqa: F401  (_execute: the runner's)
 
 __all__ = [
     "COLUMNS",
@@ -409,152 +404,9 @@ def _refuse_network() -> None:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass
-class _Run:
-    """What executing a notebook left: its cells (with outputs), which ran, where it stopped, the records."""
-
-    cells: list[Any]
-    ran: set[int]
-    stopped: str | None  # why the cells after `stopped_at` did not run
-    stopped_at: int | None
-    cut_by_deadline: set[int]  # cells whose limit was the time the notebook had left, not --cell-timeout
-    records: list[tuple[int, dict]]
-    setup_error: str | None
-    seconds: float
-    timeout: float
-
-
-def _first_line(text: str, limit: int = 200) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def _error_of(cell: Any) -> dict | None:
-    return next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
-
-
 def _describe(index: int, cell: Any) -> str:
     first = next((ln.strip() for ln in _source(cell).splitlines() if ln.strip()), "")
     return f"cell {index + 1} ({_first_line(first, 50)!r})" if first else f"cell {index + 1}"
-
-
-def _execute(
-    nb: Any,
-    *,
-    cell_timeout: float,
-    timeout: float,
-    call_limit: float | None,
-    network: bool,
-    kernel: str,
-    setup_source: str | None = None,
-    after_cell: Any = None,
-) -> _Run:
-    """Execute ``nb`` (an nbformat notebook, changed in place) after the hidden set-up cell; see the module doc.
-
-    ``setup_source`` replaces the set-up cell (the sandbox's runner records answers on a tape); ``after_cell(i)``
-    is called after each code cell ran (or stopped the run).
-    """
-    import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import DeadKernelError
-
-    token = secrets.token_hex(16)
-    setup = nbformat.v4.new_code_cell(
-        setup_source
-        or (
-            "import lib.classroom.grade\n"
-            f"lib.classroom.grade._prepare_kernel({token!r}, {call_limit!r}, network={network!r})"
-        )
-    )
-    cells = list(nb.cells)
-    for cell in cells:
-        if cell.get("cell_type") == "code":
-            cell["outputs"], cell["execution_count"] = [], None
-    run_nb = nbformat.v4.new_notebook(metadata=copy.deepcopy(nb.get("metadata", {})), cells=[setup, *cells])
-    workdir = tempfile.mkdtemp(prefix="lib-grade-")
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    client = NotebookClient(
-        run_nb,
-        timeout=max(1, math.ceil(cell_timeout)),
-        kernel_name=kernel,
-        allow_errors=True,
-        interrupt_on_timeout=True,
-        record_timing=False,
-        store_widget_state=False,
-        resources={"metadata": {"path": workdir}},
-    )
-    ran: set[int] = set()
-    cut_by_deadline: set[int] = set()
-    stopped, stopped_at, setup_error = None, None, None
-    killed = threading.Event()
-    start = time.monotonic()
-    deadline = start + timeout
-    watchdog = None
-    try:
-        with client.setup_kernel(env=env, cwd=workdir):
-            process = getattr(getattr(client.km, "provisioner", None), "process", None)
-            if process is not None:  # the last resort: a cell that an interrupt does not stop
-
-                def kill() -> None:
-                    killed.set()
-                    process.kill()
-
-                watchdog = threading.Timer(timeout + cell_timeout + 10, kill)
-                watchdog.daemon = True
-                watchdog.start()
-            client.execute_cell(setup, 0)
-            deadline = time.monotonic() + timeout  # the student's cells get the whole limit
-            err = _error_of(setup)
-            if err is not None:
-                setup_error = f"{err.get('ename')}: {_first_line(str(err.get('evalue', '')))}"
-            for i, cell in enumerate(cells):
-                if setup_error or cell.get("cell_type") != "code":
-                    continue
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    stopped, stopped_at = f"the notebook ran past its limit of {timeout:g} s", i
-                    break
-                if left < cell_timeout:
-                    cut_by_deadline.add(i)
-                client.timeout = max(1, math.ceil(min(cell_timeout, left)))
-                try:
-                    client.execute_cell(cell, i + 1)
-                except DeadKernelError:
-                    if after_cell is not None:
-                        after_cell(i)
-                    ran.add(i)
-                    if killed.is_set():
-                        stopped = f"the notebook ran past its limit of {timeout:g} s and its kernel was stopped"
-                    else:
-                        stopped = "the kernel stopped (exit, os._exit, a crash or out of memory)"
-                    stopped_at = i
-                    break
-                except Exception as err:  # broad on purpose: whatever nbclient raises, the others are graded
-                    if after_cell is not None:
-                        after_cell(i)
-                    ran.add(i)
-                    stopped = f"the grader could not run a cell ({type(err).__name__}: {_first_line(str(err))})"
-                    stopped_at = i
-                    break
-                ran.add(i)
-                if after_cell is not None:
-                    after_cell(i)
-    except Exception as err:  # broad on purpose: a kernel that does not start must not stop the class's grading
-        if not ran and not stopped:
-            setup_error = f"the kernel failed ({type(err).__name__}: {_first_line(str(err))})"
-    finally:
-        if watchdog is not None:
-            watchdog.cancel()
-        shutil.rmtree(workdir, ignore_errors=True)
-    records = []
-    for i, cell in enumerate(cells):
-        for out in cell.get("outputs", []):
-            data = out.get("data", {}).get(RECORD_MIME) if out.get("output_type") == "display_data" else None
-            if isinstance(data, dict) and data.get("token") == token:
-                records.append((i, data))
-    return _Run(
-        cells, ran, stopped, stopped_at, cut_by_deadline, records, setup_error, time.monotonic() - start, timeout
-    )
 
 
 def _verdict_of_line(line: str, name: str) -> tuple[str, str]:

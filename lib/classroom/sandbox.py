@@ -271,7 +271,7 @@ def _inside(spec: dict[str, Any]) -> None:
     import nbformat
 
     from ..files import atomic_write_text
-    from .grade import _execute
+    from .execute import _execute
 
     nb = nbformat.read(spec["notebook"], as_version=4)
     setup = (
