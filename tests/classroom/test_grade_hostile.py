@@ -134,12 +134,13 @@ def test_the_hostile_class_grades_in_one_run(tmp_path, capsys):
     assert verdict[("blank", "matvec")] == "⏳"
     assert verdict[("kill_parent", "matvec")] == "⏳"  # checked as blank before it killed its runner
     assert got[("kill_parent", "softmax_stable")].message.startswith("no cell calls")
-    for cheat in ("allclose", "verdict_and_token"):  # the grader's checker compares the recorded values
-        assert verdict[(cheat, "matvec")] == "❌", got[(cheat, "matvec")]
-        assert got[(cheat, "matvec")].message.startswith("for W of shape"), got[(cheat, "matvec")]
-    # the kernel's patched registry never called the function: nothing recorded, nothing solved
-    assert verdict[("registry", "matvec")] == "❌"
-    assert "no record of your function" in got[("registry", "matvec")].message
+    # the grader's checker compares the recorded values, whatever allclose the kernel had
+    assert verdict[("allclose", "matvec")] == "❌"
+    assert got[("allclose", "matvec")].message.startswith("for W of shape"), got[("allclose", "matvec")]
+    # the kernel's patched registry or verdict function never called the function: nothing recorded, nothing solved
+    for cheat in ("registry", "verdict_and_token"):
+        assert verdict[(cheat, "matvec")] == "❌"
+        assert "no record of your function" in got[(cheat, "matvec")].message
     assert verdict[("verdict_and_token", "one_hot")] == "❌"  # the forged record holds no call
     assert "no record of your function" in got[("verdict_and_token", "one_hot")].message
     # the vandal reached no classmate, and its start-up file reached no later kernel
