@@ -967,7 +967,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(sandbox.MISSING)
     os.environ.setdefault("JUPYTER_PREFER_ENV_PATH", "1")  # the kernel of this environment, not a user's
     rows = grade(
-        paths,
+        args.submissions,
         args.chapter,
         log=sys.stderr,
         cell_timeout=args.cell_timeout,
