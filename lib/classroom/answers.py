@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import base64
 import builtins
+import contextlib
 import hashlib
 import io
 import json
 import numbers
 import os
-from collections.abc import Callable
+import random
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -38,7 +40,17 @@ import torch
 from .. import exercises
 from ..exercises import core
 
-__all__ = ["encode", "decode", "digest", "Recorder", "Replayer", "start_recording", "read_tape", "replay"]
+__all__ = [
+    "encode",
+    "decode",
+    "digest",
+    "same_random_state",
+    "Recorder",
+    "Replayer",
+    "start_recording",
+    "read_tape",
+    "replay",
+]
 
 _MAX_DEPTH = 20
 _TORCH_OK = (torch.float32, torch.float64, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool)
@@ -185,6 +197,33 @@ def _outcome(real: Callable[..., Any], fn: Any, args: tuple, copy_args: bool) ->
     except AssertionError as err:
         return {"assertion": str(err)}, None, err
     return {"value": encode(value)}, value, None
+
+
+@contextlib.contextmanager
+def same_random_state(name: str) -> Iterator[None]:
+    """Run a check with Python's, numpy's and torch's global generators seeded from the exercise's name.
+
+    A checker that draws its inputs without a seed of its own then draws the same inputs where the answers are
+    recorded (the sandbox) and where they are replayed (the grader), so the inputs' digests match; the generators'
+    states are restored afterwards (the student's notebook goes on with its own).
+
+    Args:
+        name: the exercise.
+
+    Yields:
+        Nothing.
+    """
+    seed = int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:4], "big")
+    py_state, np_state = random.getstate(), np.random.get_state()
+    with torch.random.fork_rng(devices=[]):
+        random.seed(seed)
+        np.random.seed(seed)
+        torch.manual_seed(seed)
+        try:
+            yield
+        finally:
+            random.setstate(py_state)
+            np.random.set_state(np_state)
 
 
 class Recorder:
@@ -369,7 +408,8 @@ def start_recording(tape: str, call_limit: float | None) -> None:
         recorder = Recorder()
         core.ANSWER_HOOK = recorder
         try:
-            ok = real_check(name, answer)
+            with same_random_state(name):
+                ok = real_check(name, answer)
         finally:
             core.ANSWER_HOOK = None
         write({"event": "end", "exercise": name, "calls": recorder.calls, "observed": recorder.observed})
@@ -416,8 +456,6 @@ def replay(name: str, start: dict, end: dict) -> str:
     Returns:
         The line (``"✅ name: correct. ..."``, ``"❌ ..."``, ``"⏳ ..."``, ``"⚠ ..."``).
     """
-    import contextlib
-
     if start.get("answer") == "value":
         try:
             answer = decode(start.get("value"))
@@ -432,7 +470,7 @@ def replay(name: str, start: dict, end: dict) -> str:
     saved = core.ANSWER_HOOK, core.TIME_LIMIT_S
     core.ANSWER_HOOK = Replayer(calls, observed)
     try:
-        with contextlib.redirect_stdout(io.StringIO()):
+        with contextlib.redirect_stdout(io.StringIO()), same_random_state(name):
             exercises.check(name, answer)
     finally:
         core.ANSWER_HOOK, core.TIME_LIMIT_S = saved

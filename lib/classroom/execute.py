@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import math
 import os
-import secrets
 import shutil
 import tempfile
 import threading
@@ -49,29 +48,20 @@ def _execute(
     *,
     cell_timeout: float,
     timeout: float,
-    call_limit: float | None,
-    network: bool,
     kernel: str,
-    setup_source: str | None = None,
+    setup_source: str,
     after_cell: Any = None,
 ) -> _Run:
-    """Execute ``nb`` (an nbformat notebook, changed in place) after the hidden set-up cell; see the module doc.
+    """Execute ``nb`` (an nbformat notebook, changed in place) after the hidden set-up cell ``setup_source``.
 
-    ``setup_source`` replaces the set-up cell (the sandbox's runner records answers on a tape); ``after_cell(i)``
-    is called after each code cell ran (or stopped the run).
+    The sandbox's runner passes the cell that records the answers on a tape (:mod:`lib.classroom.answers`);
+    ``after_cell(i)`` is called after each code cell ran (or stopped the run).
     """
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
 
-    token = secrets.token_hex(16)
-    setup = nbformat.v4.new_code_cell(
-        setup_source
-        or (
-            "import lib.classroom.grade\n"
-            f"lib.classroom.grade._prepare_kernel({token!r}, {call_limit!r}, network={network!r})"
-        )
-    )
+    setup = nbformat.v4.new_code_cell(setup_source)
     cells = list(nb.cells)
     for cell in cells:
         if cell.get("cell_type") == "code":

@@ -5,14 +5,17 @@
 (``lib/grade.py`` is that command: it only runs :func:`main` here; ``python -m lib.classroom.grade`` does the same.)
 
 Each submission (a ``.ipynb`` file, or every ``.ipynb`` under a folder) is read, its chapter detected and its
-cells executed top to bottom with ``nbclient`` in a fresh Jupyter kernel whose working folder is a new temporary
-folder (removed afterwards), with a time limit per cell (``--cell-timeout``), per notebook (``--timeout``) and per
-call of the student's function by a checker (``--call-timeout``). Before the student's first cell the grader runs
-one hidden cell (:func:`_prepare_kernel`) that wraps :func:`lib.exercises.check`: every ``check(name, answer)``
-the notebook calls runs the registered checker as usual and also writes a record with the verdict into the cell's
-outputs, under a private MIME type and a random token made for this run. The grader reads only those records,
-never the printed text, so a student cannot fake a ✅ by printing one. The verdicts are those of
-:mod:`lib.exercises`, on the objects the student passed to ``check``.
+cells executed top to bottom in a fresh Jupyter kernel inside its own bubblewrap sandbox (:mod:`lib.classroom.sandbox`:
+a private copy of its notebook, read-only views of the library and the data, no network, its own process namespace,
+limits on memory, processes and CPU time), with a time limit per cell (``--cell-timeout``), per notebook
+(``--timeout``) and per call of the student's function by a checker (``--call-timeout``). Before the student's first
+cell the sandbox runs one hidden cell (:func:`lib.classroom.answers.start_recording`) that wraps
+:func:`lib.exercises.check`: every ``check(name, answer)`` the notebook calls runs the checker as usual (the student
+sees the line) and records, as plain data on a tape, what the student's function returned on each of the checker's
+inputs. The verdict is made here, outside the sandbox: the grader runs the book's checker again on the recorded values
+(:func:`lib.classroom.answers.replay`). So a printed ✅, a patched ``numpy.allclose``, checker registry or verdict
+function inside the kernel changes nothing, and there is no secret in the kernel to steal (the threat model is on
+the instructor page, "Grading a class").
 
 The CSV (``--out``, default ``grades.csv``) has one row per student and exercise (:data:`COLUMNS`), with the
 verdict one of :data:`VERDICTS`:
@@ -38,12 +41,11 @@ metadata (:mod:`lib.classroom.edition`) wins over both. The chapter is read from
 (:mod:`lib.classroom.student` writes it), else from the exercises the notebook's ``check`` calls name;
 ``--chapter`` sets the chapter being graded, and a notebook of another chapter gets error rows that say so.
 
-What the isolation covers: each submission runs in its own kernel process and its own temporary working folder,
-so relative paths, files it writes and the variables it sets never reach the grader or another student; the
-grader reads the submission into memory before running it. Network connections other than to this machine are
-refused inside the kernel (``--network`` allows them). This is not a sandbox against a student who sets out to
-attack the grader: the kernel runs with the teacher's rights. Grade untrusted code in a container or as a user
-with no rights to the course files.
+What the isolation covers: a submission sees neither the submissions folder, the CSV nor the teacher's files; its
+processes die with its sandbox; the grader reads the submission into memory before running it, keeps each
+submission's rows as soon as they are known (``--out`` with the suffix ``.results``) and builds the CSV from them.
+Where bubblewrap is missing, the command refuses in one line unless told ``--unsandboxed`` (a child process with the
+same limits and a guard that refuses network connections; every row's note says so).
 
 Source: the approach of nbgrader and otter-grader (execute each submission, collect per-question results),
 with the book's own checkers (:mod:`lib.exercises`) in place of an authoring format.
@@ -71,7 +73,7 @@ from ..files import atomic_write, atomic_write_text
 from . import answers, sandbox
 from .chart import plot_grade_summary
 from .edition import read_edition
-from .execute import _error_of, _execute, _first_line, _Run  # noqa: F401  (_execute: the runner's)
+from .execute import _error_of, _first_line, _Run
 
 __all__ = [
     "COLUMNS",
@@ -96,8 +98,6 @@ __all__ = [
 COLUMNS = ("student", "chapter", "exercise", "verdict", "message", "note", "file")
 #: The verdicts, in the order the summary lists them.
 VERDICTS = ("✅", "❌", "⏳", "time-out", "error")
-#: The MIME type of the records the kernel writes for each ``check`` call (see :func:`_prepare_kernel`).
-RECORD_MIME = "application/vnd.attention-book.grade+json"
 
 _CHECK_CALL = re.compile(r"""\bcheck\(\s*(['"])(\w+)\1""")
 _SOLUTION_MARKER = re.compile(r"^\s*(`{3,}|:{3,})\{solution(-start)?\}", re.M)
@@ -327,50 +327,6 @@ def _book_version() -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def _prepare_kernel(token: str, call_limit: float | None, network: bool = False) -> None:
-    """Run in the student's kernel before the first cell: record each ``check`` call; set limits; no network.
-
-    Replaces :func:`lib.exercises.check` (the name the chapters import) by a wrapper that, for a registered
-    exercise, writes ``{"token", "event": "start", "exercise"}`` into the cell's outputs (MIME type
-    :data:`RECORD_MIME`), calls the real ``check`` and then writes ``{"token", "event": "verdict", "exercise",
-    "line"}`` with the line it printed. A ``start`` without its ``verdict`` marks a check that hung or stopped the
-    kernel. Sets :data:`lib.exercises.core.TIME_LIMIT_S` to ``call_limit``.
-
-    Args:
-        token: the random token of this run; the grader ignores records without it.
-        call_limit: seconds one call of the student's function may run (None: no limit).
-        network: False: refuse connections to other machines (``socket.connect`` raises OSError).
-
-    Returns:
-        None.
-    """
-    import functools
-
-    from IPython.display import display
-
-    real_check = exercises.check
-    results = exercises.RESULTS
-
-    def record(event: str, name: str, line: str | None = None) -> None:
-        display({RECORD_MIME: {"token": token, "event": event, "exercise": name, "line": line}}, raw=True)
-
-    @functools.wraps(real_check)
-    def check(name: str, answer: Any) -> bool:
-        known = isinstance(name, str) and name in exercises.EXERCISES
-        if known:
-            results.pop(name, None)
-            record("start", name)
-        ok = real_check(name, answer)
-        if known:
-            record("verdict", name, results.get(name))
-        return ok
-
-    exercises.check = check
-    core.TIME_LIMIT_S = call_limit
-    if not network:
-        _refuse_network()
-
-
 def _refuse_network() -> None:
     """Make ``socket.connect`` refuse addresses other than this machine's (a guard, not a sandbox)."""
     import ipaddress
@@ -570,7 +526,7 @@ def grade_submission(
     if not sandboxed:
         note = "; ".join(filter(None, [UNSANDBOXED, note]))
     limits = sandbox.Limits(cell_timeout=cell_timeout, timeout=timeout, call_timeout=call_timeout)
-    result = sandbox.run_notebook(nb, limits, sandboxed=sandboxed, kernel=kernel)
+    result = sandbox.run_notebook(nb, limits, sandboxed=sandboxed, kernel=kernel, network=network)
     try:
         run = _run_from_sandbox(nb, result, timeout)
     finally:
@@ -921,7 +877,11 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="seconds per call of a student's function by a checker (default: 20, at most half of --cell-timeout)",
     )
-    p.add_argument("--network", action="store_true", help="allow the notebooks network connections")
+    p.add_argument(
+        "--network",
+        action="store_true",
+        help="with --unsandboxed, allow the notebooks network connections (the sandbox never has a network)",
+    )
     p.add_argument("--kernel", default="python3", help="the Jupyter kernel (default python3)")
     p.add_argument(
         "--unsandboxed",

@@ -300,29 +300,30 @@ def test_outcome_of_cells_that_failed_or_never_ran():
 # --- inside the kernel ------------------------------------------------------------------------------------------
 
 
-def test_prepare_kernel_records_each_check_with_its_token_and_sets_the_call_limit(monkeypatch, capsys):
-    import IPython.display
+def test_the_hidden_cell_records_each_check_on_the_tape_and_sets_the_call_limit(tmp_path, monkeypatch, capsys):
+    from lib.classroom import answers
 
-    shown = []
-    monkeypatch.setattr(IPython.display, "display", lambda obj, raw=False: shown.append(obj))
+    tape = tmp_path / "tape.jsonl"
     monkeypatch.setattr(exercises, "check", exercises.check)
     monkeypatch.setattr(core, "TIME_LIMIT_S", core.TIME_LIMIT_S)
-    monkeypatch.setattr(socket.socket, "connect", socket.socket.connect)
-    monkeypatch.setattr(socket.socket, "connect_ex", socket.socket.connect_ex)
-    grade._prepare_kernel("tok", 3.0, network=True)
+    answers.start_recording(str(tape), 3.0)
     assert core.TIME_LIMIT_S == 3.0
     assert exercises.check("matvec", lambda W, x: [0.0] * len(W)) is False
     assert exercises.check("matvec", None) is False
-    records = [r[grade.RECORD_MIME] for r in shown]
-    assert [(r["token"], r["event"], r["exercise"]) for r in records] == [
-        ("tok", "start", "matvec"),
-        ("tok", "verdict", "matvec"),
-    ] * 2
-    assert records[1]["line"].startswith("❌ matvec:") and records[3]["line"].startswith("⏳ matvec:")
+    records = [r for _, r in answers.read_tape(tape)]
+    assert [(r["event"], r["exercise"], r.get("answer")) for r in records] == [
+        ("start", "matvec", "function"),
+        ("end", "matvec", None),
+        ("start", "matvec", "value"),
+        ("end", "matvec", None),
+    ]
+    # the values the function returned, never a verdict; None is recorded as the value it is
+    assert records[1]["calls"] and all(set(outcome) == {"value"} for _, outcome in records[1]["calls"])
+    assert "line" not in records[1] and records[2]["value"] == {"v": None} and records[3]["calls"] == []
     assert capsys.readouterr().out.count("matvec:") == 2  # check still prints its line
     with pytest.raises(ValueError, match="unknown exercise"):
         exercises.check("no_such_exercise", 1)
-    assert len(shown) == 4
+    assert len(answers.read_tape(tape)) == 4
 
 
 def test_the_network_guard_refuses_other_machines_but_not_this_one(monkeypatch):
