@@ -390,7 +390,22 @@ def _outcome(run: _Run, name: str, cell_timeout: float) -> tuple[str, str]:
         index, start = mine[starts[-1]]
         end = next((r for _, r in mine[starts[-1] + 1 :] if r.get("event") == "end"), None)
         if end is not None:
-            return _verdict_of_line(answers.replay(name, start, end), name)
+            verdict, message = _verdict_of_line(answers.replay(name, start, end), name)
+            later = [i for i in _calling(run, name) if index is not None and i > index and i not in run.ran]
+            if run.stopped and run.stopped_at is not None and later and run.stopped_at <= later[0]:
+                # the exercise's last check never ran: the run stopped after an earlier one (its verdict is no answer)
+                where, last = (
+                    _describe(run.stopped_at, run.cells[run.stopped_at]),
+                    _describe(later[0], run.cells[later[0]]),
+                )
+                earlier = f"its earlier check in {_describe(index, run.cells[index])} gave {verdict}"
+                if run.stopped.startswith("the notebook ran past"):
+                    return "time-out", f"not reached: {run.stopped} at {where}, before {call} in {last} ({earlier})"
+                return (
+                    "error",
+                    f"crashed in this exercise: {run.stopped} in {where}, before {call} in {last} ran ({earlier})",
+                )
+            return verdict, message
         if index is None:  # the sandbox stopped before it said which cell ran
             return "error", f"crashed in this exercise: {run.stopped} during {call}"
         where = _describe(index, run.cells[index])
@@ -400,7 +415,7 @@ def _outcome(run: _Run, name: str, cell_timeout: float) -> tuple[str, str]:
         if run.stopped_at == index:
             return "error", f"crashed in this exercise: {run.stopped} during {call} in {where}"
         return "error", f"crashed in this exercise: {call} in {where} did not finish"
-    calling = [i for i, c in enumerate(run.cells) if c.get("cell_type") == "code" and name in _called(c)]
+    calling = _calling(run, name)
     if not calling:
         return "⏳", f"no cell calls {call}: the exercise's cell was deleted or changed"
     for i in calling:
@@ -430,6 +445,11 @@ def _limit(run: _Run, index: int, cell_timeout: float) -> str:
     if index in run.cut_by_deadline:
         return f"the notebook's limit of {run.timeout:g} s"
     return f"the cell's limit of {cell_timeout:g} s"
+
+
+def _calling(run: _Run, name: str) -> list[int]:
+    """The code cells that call ``check(name, ...)``, in order."""
+    return [i for i, c in enumerate(run.cells) if c.get("cell_type") == "code" and name in _called(c)]
 
 
 def _called(cell: Any) -> set[str]:
@@ -551,15 +571,15 @@ def _run_from_sandbox(nb: Any, result: dict[str, Any], timeout: float) -> _Run:
         values = summary.get(key)
         return {v for v in values if isinstance(v, int) and 0 <= v < len(cells)} if isinstance(values, list) else set()
 
+    code = result["exit"]
+    why = "ran past its time limit and was stopped" if code is None else f"exited with status {code}"
+    sandbox_stopped = (
+        f"the submission's sandbox stopped before its run finished (it {why}: a notebook that killed its "
+        "runner, ran out of memory or processes)"
+    )
     if not summary:
-        code = result["exit"]
-        why = "ran past its time limit and was stopped" if code is None else f"exited with status {code}"
-        stopped = (
-            f"the submission's sandbox stopped before its run finished (it {why}: a notebook that killed its "
-            "runner, ran out of memory or processes)"
-        )
         records = [(None, r) for _, r in tape]
-        return _Run(cells, set(), stopped, None, set(), records, None, result["seconds"], timeout)
+        return _Run(cells, set(), sandbox_stopped, None, set(), records, None, result["seconds"], timeout)
     errors = summary.get("errors") if isinstance(summary.get("errors"), dict) else {}
     for key, err in errors.items():
         if key.isdigit() and int(key) < len(cells) and isinstance(err, dict):
@@ -578,6 +598,13 @@ def _run_from_sandbox(nb: Any, result: dict[str, Any], timeout: float) -> _Run:
     stopped_at = summary.get("stopped_at")
     stopped = summary.get("stopped")
     setup_error = summary.get("setup_error")
+    if summary.get("finished") is not True:  # the progress written after each cell: the sandbox died in the next
+        ran = ints("ran")
+        stopped = sandbox_stopped
+        stopped_at = next(
+            (i for i, c in enumerate(cells) if i > max(ran, default=-1) and c.get("cell_type") == "code"), None
+        )
+        records = [(stopped_at if cell is None else cell, record) for cell, record in records]  # the dying cell's
     return _Run(
         cells,
         ints("ran"),

@@ -269,8 +269,22 @@ def run_notebook(
     }
 
 
+def _errors(cells: list[Any], indices: Any) -> dict[str, dict[str, str]]:
+    """The error output of each of the cells ``indices`` that has one, as ``run.json`` holds it."""
+    errors = {}
+    for i in indices:
+        err = next((o for o in cells[i].get("outputs", []) if o.get("output_type") == "error"), None)
+        if err is not None:
+            errors[str(i)] = {"ename": str(err.get("ename", "")), "evalue": str(err.get("evalue", ""))[:2000]}
+    return errors
+
+
 def _inside(spec: dict[str, Any]) -> None:
-    """The runner inside the sandbox: execute the notebook, write ``run.json`` (cells' errors, where it stopped)."""
+    """The runner inside the sandbox: execute the notebook, write ``run.json`` (cells' errors, where it stopped).
+
+    ``run.json`` is also written after every cell, with ``"finished": false``: when the kernel kills this runner
+    (and so the sandbox), the grader still knows which cells ran and which cell each tape line came from.
+    """
     import nbformat
 
     from ..files import atomic_write_text
@@ -284,6 +298,8 @@ def _inside(spec: dict[str, Any]) -> None:
     if spec.get("refuse_network"):  # no network namespace without the sandbox: the guard of lib.classroom.grade
         setup += "\nimport lib.classroom.grade\nlib.classroom.grade._refuse_network()"
     tape_lines: list[list[int]] = []
+    done: list[int] = []
+    start = time.monotonic()
 
     def after_cell(i: int) -> None:
         try:
@@ -291,6 +307,15 @@ def _inside(spec: dict[str, Any]) -> None:
                 tape_lines.append([i, f.read().count(b"\n")])
         except OSError:
             tape_lines.append([i, 0])
+        done.append(i)
+        progress = {
+            "finished": False,
+            "ran": done,
+            "errors": _errors(nb.cells, done),
+            "tape_lines": tape_lines,
+            "seconds": time.monotonic() - start,
+        }
+        atomic_write_text(spec["out"], json.dumps(progress))
 
     run = _execute(
         nb,
@@ -300,19 +325,15 @@ def _inside(spec: dict[str, Any]) -> None:
         setup_source=setup,
         after_cell=after_cell,
     )
-    errors = {}
-    for i, cell in enumerate(run.cells):
-        err = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
-        if err is not None:
-            errors[str(i)] = {"ename": str(err.get("ename", "")), "evalue": str(err.get("evalue", ""))[:2000]}
     summary = {
+        "finished": True,
         "ran": sorted(run.ran),
         "stopped": run.stopped,
         "stopped_at": run.stopped_at,
         "cut_by_deadline": sorted(run.cut_by_deadline),
         "setup_error": run.setup_error,
         "seconds": run.seconds,
-        "errors": errors,
+        "errors": _errors(run.cells, range(len(run.cells))),
         "tape_lines": tape_lines,
     }
     atomic_write_text(spec["out"], json.dumps(summary))

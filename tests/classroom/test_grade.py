@@ -267,6 +267,59 @@ def test_outcome_of_a_check_that_started_and_never_ended():
     )
 
 
+def test_an_exercise_whose_last_check_never_ran_because_the_run_stopped_is_not_the_earlier_verdict(
+    tmp_path, monkeypatch
+):
+    cells = [
+        _cell('check("matvec", None)'),
+        _cell("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)"),
+        _cell('def matvec(W, x): ...\ncheck("matvec", matvec)'),
+    ]
+    blank = _tape(tmp_path, monkeypatch, None)  # recorded in cell 1 (index 0)
+    stopped = "the submission's sandbox stopped before its run finished (it exited with status 1: ...)"
+    killed = _run(cells, blank, ran={0}, stopped=stopped, stopped_at=1)
+    verdict, message = grade._outcome(killed, "matvec", 10)
+    assert verdict == "error" and message == (
+        f"crashed in this exercise: {stopped} in cell 2 ('import os, signal'), before check(\"matvec\", ...) in "
+        "cell 3 ('def matvec(W, x): ...') ran (its earlier check in cell 1 ('check(\"matvec\", None)') gave ⏳)"
+    )
+    late = _run(cells, blank, ran={0}, stopped="the notebook ran past its limit of 60 s", stopped_at=1)
+    assert grade._outcome(late, "matvec", 10)[0] == "time-out"
+    # the last check ran (or the run did not stop before it): the recorded verdict stands
+    assert grade._outcome(_run(cells[:1] + cells[2:], blank, ran={0, 1}), "matvec", 10)[0] == "⏳"
+    assert grade._outcome(_run(cells, blank, ran={0, 1}, stopped=stopped, stopped_at=2), "matvec", 10)[0] == "error"
+    assert grade._outcome(_run(cells[:2], blank, ran={0}, stopped=stopped, stopped_at=1), "matvec", 10)[0] == "⏳"
+
+
+def test_a_sandbox_that_died_mid_run_leaves_the_progress_of_the_cells_before(tmp_path, monkeypatch):
+    """run.json written after each cell ("finished": false): the cells that ran, the tape lines of each cell."""
+    import nbformat
+
+    recorded = _tape(tmp_path, monkeypatch, None)  # start, end
+    tape = tmp_path / "tape.jsonl"
+    with open(tape, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"event": "start", "exercise": "one_hot", "answer": "function"}) + "\n")
+    assert len(recorded) == 2
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("from lib.exercises import check"),
+            nbformat.v4.new_markdown_cell("text"),
+            nbformat.v4.new_code_cell('check("matvec", None)'),
+            nbformat.v4.new_code_cell('check("one_hot", f)'),
+        ]
+    )
+    progress = {"finished": False, "ran": [0, 2], "errors": {}, "tape_lines": [[0, 0], [2, 2]], "seconds": 1.0}
+    result = {"run": progress, "tape": tape, "exit": 1, "seconds": 2.0}
+    run = grade._run_from_sandbox(nb, result, 60.0)
+    assert run.ran == {0, 2} and run.stopped_at == 3 and run.stopped.startswith("the submission's sandbox stopped")
+    assert [cell for cell, _ in run.records] == [2, 2, 3]
+    assert grade._outcome(run, "matvec", 10)[0] == "⏳"
+    assert grade._outcome(run, "one_hot", 10) == (
+        "error",
+        f'crashed in this exercise: {run.stopped} during check("one_hot", ...) in cell 4 (\'check("one_hot", f)\')',
+    )
+
+
 def test_outcome_of_cells_that_failed_or_never_ran():
     cells = [_cell("x = 1"), _cell('check("matvec", f)', [_err("NameError", "name 'f' is not defined")])]
     assert grade._outcome(_run(cells), "matvec", 10) == (

@@ -132,7 +132,15 @@ def test_the_hostile_class_grades_in_one_run(tmp_path, capsys):
     # the correct notebook is solved, blank ones are not attempted, every cheat is unsolved
     assert verdict[("good", "matvec")] == "✅"
     assert verdict[("blank", "matvec")] == "⏳"
-    assert verdict[("kill_parent", "matvec")] == "⏳"  # checked as blank before it killed its runner
+    # checked as blank, then it killed its runner before its real check: crashed, not the earlier ⏳
+    assert verdict[("kill_parent", "matvec")] == "error"
+    assert got[("kill_parent", "matvec")].message.startswith(
+        "crashed in this exercise: the submission's sandbox stopped before its run finished"
+    ), got[("kill_parent", "matvec")]
+    assert (
+        "in cell 3 ('import os, signal'), before check(\"matvec\", ...) in cell 4"
+        in got[("kill_parent", "matvec")].message
+    )
     assert got[("kill_parent", "softmax_stable")].message.startswith("no cell calls")
     # the grader's checker compares the recorded values, whatever allclose the kernel had
     assert verdict[("allclose", "matvec")] == "❌"
