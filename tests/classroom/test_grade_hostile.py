@@ -7,9 +7,14 @@ its own sandbox (about 10-15 s each on a busy 2-core machine).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -77,8 +82,9 @@ CASES = {
             "os.makedirs(os.path.expanduser('~/.ipython/profile_default/startup'), exist_ok=True)\n"
             "open(os.path.expanduser('~/.ipython/profile_default/startup/00.py'), 'w').write("
             "'import numpy as np\\nnp.allclose = lambda *a, **k: True\\n')",
-            "import subprocess\nsubprocess.Popen(['setsid', 'sh', '-c', 'sleep 20; for f in $(find / -name \"*.csv\" "
-            "2>/dev/null); do echo hacked > $f; done'])\nsubprocess.Popen(['sleep', '600'])",
+            "import subprocess\nsubprocess.Popen(['setsid', 'sh', '-c', 'sleep 20.33; "
+            'for f in $(find / -name "*.csv" 2>/dev/null); do echo hacked > $f; done\'])\n'
+            "subprocess.Popen(['sleep', '600.33'])",
             'check("matvec", None)',
         ],
         None,
@@ -99,6 +105,19 @@ def _write(path, cells, student):
     if student:
         nb.metadata["student_edition"]["student"] = student
     nbformat.write(nb, str(path))
+
+
+def _survivors(*marks):
+    """The processes of this machine whose command line holds one of ``marks`` (a unique ``sleep`` duration)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:  # not a process, or it ended while we looked
+            continue
+        if any(m.encode() in argv for m in marks):
+            found.append((entry.name, argv))
+    return found
 
 
 def _digests(folder):
@@ -167,8 +186,9 @@ def test_the_hostile_class_grades_in_one_run(tmp_path, capsys):
         "notes.txt": "not graded: not a .ipynb file",
     }
     assert {r.student for r in rows if r.exercise} == {n if n[0] != "=" else "'" + n for n in CASES}
-    # nothing changes the CSV after the run (the vandal's setsid child would, 20 s later)
-    time.sleep(25)
+    # nothing changes the CSV after the run: the vandal's setsid child (which would, 20 s later) and its leftover
+    # sleep died with its sandbox (its own process namespace)
+    assert _survivors("20.33", "600.33") == []
     assert out.read_bytes() == written
     # a rerun takes every result from the results folder
     capsys.readouterr()
@@ -203,3 +223,87 @@ def test_an_nbformat_3_notebook_is_upgraded(tmp_path):
     read, problem = grade._read(path)
     assert problem is None and read.metadata.orig_nbformat == 3
     assert read.cells[0].source == 'check("matvec", None)'
+
+
+CHEAP = [MATVEC + 'check("matvec", matvec)']
+LEFTOVERS = "import subprocess\nsubprocess.Popen(['setsid', 'sleep', '600.77'])\nsubprocess.Popen(['sleep', '600.78'])"
+
+
+@pytest.mark.student_execution
+@pytest.mark.skipif(os.environ.get("STUDENT_EXECUTE") != "1", reason="starts a kernel: set STUDENT_EXECUTE=1")
+def test_unsandboxed_grades_in_a_child_process_and_says_so_on_every_row(tmp_path):
+    nb = tmp_path / "trusted.ipynb"
+    _write(nb, CHEAP, None)
+    rows, seconds = grade.grade_submission(nb, cell_timeout=30, timeout=120, sandboxed=False)
+    assert seconds > 0
+    assert [(r.exercise, r.verdict) for r in rows] == [
+        ("matvec", "✅"),
+        ("softmax_stable", "⏳"),
+        ("softmax_temperature", "⏳"),
+        ("one_hot", "⏳"),
+    ]
+    assert all(r.note == grade.UNSANDBOXED for r in rows)
+
+
+def _nobody_can_use_bwrap():
+    probe = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "bwrap", "--ro-bind", "/", "/", "true"]
+    return subprocess.run(probe, capture_output=True).returncode == 0
+
+
+def _as_nobody(command, env):
+    """``command`` as the user nobody (from root), seeing this Python and the book (``/root`` may be closed to it)."""
+    import lib
+
+    if os.geteuid() != 0:
+        return command
+    keep = {Path(sys.base_prefix), Path(sys.prefix), Path(lib.__file__).resolve().parents[1]}
+    outer = ["bwrap", "--dev-bind", "/", "/", "--tmpfs", "/root"]
+    for path in sorted(p.resolve() for p in keep):
+        if path.is_relative_to("/root"):
+            for parent in reversed(path.parents[:-2]):  # bwrap would make them 0700
+                outer += ["--perms", "0755", "--dir", str(parent)]
+            outer += ["--ro-bind", str(path), str(path)]
+    outer += ["--clearenv", *(a for k, v in env.items() for a in ("--setenv", k, v)), "--"]
+    return [*outer, "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", *command]
+
+
+@pytest.mark.student_execution
+@pytest.mark.skipif(os.environ.get("STUDENT_EXECUTE") != "1", reason="starts a kernel: set STUDENT_EXECUTE=1")
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap (make installs it as root on Debian)")
+def test_as_a_user_the_sandbox_uses_a_user_namespace_and_no_process_outlives_it():
+    """The grader run by a user (not root): bwrap makes its namespaces in a user namespace, without setpriv."""
+    if os.geteuid() == 0 and not _nobody_can_use_bwrap():
+        pytest.skip("this kernel does not let a user make a user namespace (kernel.unprivileged_userns_clone)")
+    import lib
+
+    folder = Path(tempfile.mkdtemp(prefix="grade-as-user-"))  # in /tmp: a user can reach it, pytest's is root's
+    try:
+        folder.chmod(0o777)
+        nb = folder / "user.ipynb"
+        _write(nb, [*CHEAP, LEFTOVERS], None)
+        script = (
+            "import json, os, sys\nfrom lib.classroom import grade\nassert os.geteuid() != 0\n"
+            "rows, _ = grade.grade_submission(sys.argv[1], cell_timeout=30, timeout=120)\n"
+            "print(json.dumps([[r.exercise, r.verdict, r.message] for r in rows]))"
+        )
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(folder),
+            "PYTHONPATH": str(Path(lib.__file__).resolve().parents[1]),
+            "JUPYTER_PREFER_ENV_PATH": "1",
+            "LANG": "C.UTF-8",
+        }
+        command = _as_nobody([sys.executable, "-c", script, str(nb)], env)
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        rows = json.loads(done.stdout.strip().splitlines()[-1])
+        assert [r[:2] for r in rows] == [
+            ["matvec", "✅"],
+            ["softmax_stable", "⏳"],
+            ["softmax_temperature", "⏳"],
+            ["one_hot", "⏳"],
+        ], rows
+        # the notebook started a sleep in its own session and a plain one: both died with the sandbox
+        assert _survivors("600.77", "600.78") == []
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
