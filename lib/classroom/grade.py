@@ -27,7 +27,8 @@ verdict one of :data:`VERDICTS`:
 - ``time-out`` the student's function ran past ``--call-timeout``, the cell past ``--cell-timeout`` (an endless
   loop at the top of a cell), or the notebook past ``--timeout`` before reaching the exercise;
 - ``error`` the exercise could not be graded: its cell raised (a syntax error, ``sys.exit()``, a NameError), the
-  kernel died, the checker itself could not run (⚠, an installation problem), or the whole submission could not
+  kernel died or its sandbox was killed inside the exercise ("crashed in this exercise", even after an earlier
+  blank check), the checker itself could not run (⚠, an installation problem), or the whole submission could not
   be graded (not a notebook, another chapter, the book's own notebook with its solutions): then every exercise of
   the chapter gets a row that says why, and grading goes on with the next submission.
 
@@ -37,9 +38,10 @@ atomically.
 
 The student's name is the notebook's file name without ``.ipynb`` (or, for a file named after its chapter,
 ``alice/preliminaries.ipynb``, its folder's name); a ``"student"`` entry in the notebook's ``student_edition``
-metadata (:mod:`lib.classroom.edition`) wins over both. The chapter is read from that metadata
-(:mod:`lib.classroom.student` writes it), else from the exercises the notebook's ``check`` calls name;
-``--chapter`` sets the chapter being graded, and a notebook of another chapter gets error rows that say so.
+metadata (:mod:`lib.classroom.edition`) that disagrees is reported in the ``note`` column, never trusted. The
+chapter is read from that metadata (:mod:`lib.classroom.student` writes it), else from the exercises the notebook's
+``check`` calls name; ``--chapter`` sets the chapter being graded, and a notebook of another chapter gets error rows
+that say so.
 
 What the isolation covers: a submission sees neither the submissions folder, the CSV nor the teacher's files; its
 processes die with its sandbox; the grader reads the submission into memory before running it, keeps each

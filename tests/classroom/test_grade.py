@@ -3,10 +3,12 @@
 Fast (``make test``): the command line's usage errors, submissions graded without a kernel (a damaged file,
 another chapter, the book's own notebook, a notebook whose chapter cannot be told), chapter and name detection,
 how the outcome of each exercise is read from an executed notebook, the CSV, the summary, the figure, the kernel
-set-up (the ``check`` wrapper, the network guard) and the committed example of the instructor page.
+set-up (the ``check`` wrapper that records on the tape, the network guard) and the committed example of the
+instructor page.
 
-Slow (``student_execution``, ``make test-student``): the whole synthetic class graded by the command in fresh
-kernels (about 10 s of CPU per submission), every row asserted, and the result equal to the committed example.
+Slow (``student_execution``, ``make test-student``): the whole synthetic class graded by the command, each
+submission in a fresh sandboxed kernel (about 10 s of CPU each), every row asserted, and the result equal to the
+committed example.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """A hostile class graded by ``python -m lib.grade`` in the bubblewrap sandbox (issue 33), every verdict asserted.
 
 Slow (``student_execution``, ``make test-student``): 11 small notebooks of chapter ``preliminaries``, each run in
-its own sandbox (about 10-15 s each on a busy 2-core machine).
+its own sandbox (about 9 s each on a quiet 2-core machine, 15-40 s on a busy one); then one notebook graded
+``--unsandboxed`` and one graded by a user rather than root (bwrap in a user namespace).
 """
 
 from __future__ import annotations
