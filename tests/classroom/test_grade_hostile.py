@@ -252,16 +252,26 @@ def _nobody_can_use_bwrap():
 
 
 def _as_nobody(command, env):
-    """``command`` as the user nobody (from root), seeing this Python and the book (``/root`` may be closed to it)."""
+    """``command`` as the user nobody (from root), seeing this Python and the book.
+
+    A folder on their way that others may not enter (``/root``, 0700) is covered by an empty one in a mount
+    namespace, with only those paths bound back into it.
+    """
     import lib
 
     if os.geteuid() != 0:
         return command
-    keep = {Path(sys.base_prefix), Path(sys.prefix), Path(lib.__file__).resolve().parents[1]}
-    outer = ["bwrap", "--dev-bind", "/", "/", "--tmpfs", "/root"]
-    for path in sorted(p.resolve() for p in keep):
-        if path.is_relative_to("/root"):
-            for parent in reversed(path.parents[:-2]):  # bwrap would make them 0700
+    keep = sorted({p.resolve() for p in (Path(sys.base_prefix), Path(sys.prefix), Path(lib.__file__).parents[1])})
+    closed = {}
+    for path in keep:
+        top = next((a for a in reversed(path.parents[:-1]) if not a.stat().st_mode & 0o001), None)
+        if top is not None:
+            closed.setdefault(top, []).append(path)
+    outer = ["bwrap", "--dev-bind", "/", "/"]
+    for top, paths in closed.items():
+        outer += ["--tmpfs", str(top)]
+        for path in paths:
+            for parent in reversed(path.parents[: len(path.parents) - len(top.parents) - 1]):  # not 0700
                 outer += ["--perms", "0755", "--dir", str(parent)]
             outer += ["--ro-bind", str(path), str(path)]
     outer += ["--clearenv", *(a for k, v in env.items() for a in ("--setenv", k, v)), "--"]
