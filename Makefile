@@ -72,7 +72,7 @@ TRAIN_MEMO := $(ROOT)/.cache/train-memo
 
 NOTEBOOKS = $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: book execute test test-fast lint env clean cjk-font vendor live browser-deps test-browser student test-student \
+.PHONY: book execute test test-fast lint env clean cjk-font vendor live browser-deps test-browser student test-student grade-deps \
   lab portable pretrained
 
 env: $(STAMP)
@@ -283,9 +283,23 @@ lab: $(LAB_STAMP)
 student: $(STAMP)
 	$(BIN)/python -m lib.classroom.student --out student
 
-test-student: student
+test-student: student grade-deps
 	STUDENT_EXECUTE=1 ATTENTION_BOOK_TRAIN_CACHE="$(TRAIN_MEMO)" $(DETERMINISTIC_ENV) \
-	  $(BIN)/python -m pytest -m student_execution tests/classroom/test_student.py tests/classroom/test_grade.py
+	  $(BIN)/python -m pytest -m student_execution tests/classroom/test_student.py tests/classroom/test_grade.py \
+	  tests/classroom/test_grade_hostile.py
+
+# The grader's sandbox (python -m lib.grade): Debian's `bubblewrap`, installed as root with apt-get like Chromium.
+grade-deps:
+	@if command -v bwrap >/dev/null 2>&1; then \
+	  echo "bubblewrap: found"; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  echo "== installing bubblewrap (Debian package bubblewrap) =="; \
+	  apt-get install -y -q bubblewrap >/dev/null 2>&1 || \
+	    (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q bubblewrap >/dev/null); \
+	else \
+	  echo "ERROR: no bubblewrap found. Install it (Debian/Ubuntu: sudo apt-get install bubblewrap), or grade with --unsandboxed"; \
+	  exit 1; \
+	fi
 
 clean:
 	rm -rf _build

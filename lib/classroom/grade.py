@@ -5,14 +5,17 @@
 (``lib/grade.py`` is that command: it only runs :func:`main` here; ``python -m lib.classroom.grade`` does the same.)
 
 Each submission (a ``.ipynb`` file, or every ``.ipynb`` under a folder) is read, its chapter detected and its
-cells executed top to bottom with ``nbclient`` in a fresh Jupyter kernel whose working folder is a new temporary
-folder (removed afterwards), with a time limit per cell (``--cell-timeout``), per notebook (``--timeout``) and per
-call of the student's function by a checker (``--call-timeout``). Before the student's first cell the grader runs
-one hidden cell (:func:`_prepare_kernel`) that wraps :func:`lib.exercises.check`: every ``check(name, answer)``
-the notebook calls runs the registered checker as usual and also writes a record with the verdict into the cell's
-outputs, under a private MIME type and a random token made for this run. The grader reads only those records,
-never the printed text, so a student cannot fake a ✅ by printing one. The verdicts are those of
-:mod:`lib.exercises`, on the objects the student passed to ``check``.
+cells executed top to bottom in a fresh Jupyter kernel inside its own bubblewrap sandbox (:mod:`lib.classroom.sandbox`:
+a private copy of its notebook, read-only views of the library and the data, no network, its own process namespace,
+limits on memory, processes and CPU time), with a time limit per cell (``--cell-timeout``), per notebook
+(``--timeout``) and per call of the student's function by a checker (``--call-timeout``). Before the student's first
+cell the sandbox runs one hidden cell (:func:`lib.classroom.answers.start_recording`) that wraps
+:func:`lib.exercises.check`: every ``check(name, answer)`` the notebook calls runs the checker as usual (the student
+sees the line) and records, as plain data on a tape, what the student's function returned on each of the checker's
+inputs. The verdict is made here, outside the sandbox: the grader runs the book's checker again on the recorded values
+(:func:`lib.classroom.answers.replay`). So a printed ✅, a patched ``numpy.allclose``, checker registry or verdict
+function inside the kernel changes nothing, and there is no secret in the kernel to steal (the threat model is on
+the instructor page, "Grading a class").
 
 The CSV (``--out``, default ``grades.csv``) has one row per student and exercise (:data:`COLUMNS`), with the
 verdict one of :data:`VERDICTS`:
@@ -24,7 +27,8 @@ verdict one of :data:`VERDICTS`:
 - ``time-out`` the student's function ran past ``--call-timeout``, the cell past ``--cell-timeout`` (an endless
   loop at the top of a cell), or the notebook past ``--timeout`` before reaching the exercise;
 - ``error`` the exercise could not be graded: its cell raised (a syntax error, ``sys.exit()``, a NameError), the
-  kernel died, the checker itself could not run (⚠, an installation problem), or the whole submission could not
+  kernel died or its sandbox was killed inside the exercise ("crashed in this exercise", even after an earlier
+  blank check), the checker itself could not run (⚠, an installation problem), or the whole submission could not
   be graded (not a notebook, another chapter, the book's own notebook with its solutions): then every exercise of
   the chapter gets a row that says why, and grading goes on with the next submission.
 
@@ -34,16 +38,16 @@ atomically.
 
 The student's name is the notebook's file name without ``.ipynb`` (or, for a file named after its chapter,
 ``alice/preliminaries.ipynb``, its folder's name); a ``"student"`` entry in the notebook's ``student_edition``
-metadata (:mod:`lib.classroom.edition`) wins over both. The chapter is read from that metadata
-(:mod:`lib.classroom.student` writes it), else from the exercises the notebook's ``check`` calls name;
-``--chapter`` sets the chapter being graded, and a notebook of another chapter gets error rows that say so.
+metadata (:mod:`lib.classroom.edition`) that disagrees is reported in the ``note`` column, never trusted. The
+chapter is read from that metadata (:mod:`lib.classroom.student` writes it), else from the exercises the notebook's
+``check`` calls name; ``--chapter`` sets the chapter being graded, and a notebook of another chapter gets error rows
+that say so.
 
-What the isolation covers: each submission runs in its own kernel process and its own temporary working folder,
-so relative paths, files it writes and the variables it sets never reach the grader or another student; the
-grader reads the submission into memory before running it. Network connections other than to this machine are
-refused inside the kernel (``--network`` allows them). This is not a sandbox against a student who sets out to
-attack the grader: the kernel runs with the teacher's rights. Grade untrusted code in a container or as a user
-with no rights to the course files.
+What the isolation covers: a submission sees neither the submissions folder, the CSV nor the teacher's files; its
+processes die with its sandbox; the grader reads the submission into memory before running it, keeps each
+submission's rows as soon as they are known (``--out`` with the suffix ``.results``) and builds the CSV from them.
+Where bubblewrap is missing, the command refuses in one line unless told ``--unsandboxed`` (a child process with the
+same limits and a guard that refuses network connections; every row's note says so).
 
 Source: the approach of nbgrader and otter-grader (execute each submission, collect per-question results),
 with the book's own checkers (:mod:`lib.exercises`) in place of an authoring format.
@@ -53,19 +57,13 @@ from __future__ import annotations
 
 import argparse
 import collections
-import copy
 import csv
 import io
 import json
 import math
 import os
 import re
-import secrets
-import shutil
 import sys
-import tempfile
-import threading
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,14 +72,17 @@ from typing import Any
 from .. import exercises
 from ..exercises import core
 from ..files import atomic_write, atomic_write_text
+from . import answers, sandbox
 from .chart import plot_grade_summary
 from .edition import read_edition
+from .execute import _error_of, _first_line, _Run
 
 __all__ = [
     "COLUMNS",
     "VERDICTS",
     "Row",
     "find_submissions",
+    "skipped_files",
     "detect_chapter",
     "student_name",
     "grade_submission",
@@ -99,8 +100,6 @@ __all__ = [
 COLUMNS = ("student", "chapter", "exercise", "verdict", "message", "note", "file")
 #: The verdicts, in the order the summary lists them.
 VERDICTS = ("✅", "❌", "⏳", "time-out", "error")
-#: The MIME type of the records the kernel writes for each ``check`` call (see :func:`_prepare_kernel`).
-RECORD_MIME = "application/vnd.attention-book.grade+json"
 
 _CHECK_CALL = re.compile(r"""\bcheck\(\s*(['"])(\w+)\1""")
 _SOLUTION_MARKER = re.compile(r"^\s*(`{3,}|:{3,})\{solution(-start)?\}", re.M)
@@ -165,6 +164,37 @@ def find_submissions(paths: Iterable[str | os.PathLike]) -> list[Path]:
     return sorted(dict.fromkeys(found))
 
 
+def skipped_files(paths: Iterable[str | os.PathLike]) -> list[tuple[Path, str]]:
+    """What :func:`find_submissions` leaves out of the folders given, each with its reason (every file accounted for).
+
+    Args:
+        paths: files and folders (as given to :func:`find_submissions`).
+
+    Returns:
+        ``[(path, reason), ...]``: hidden files and folders (a folder counts once), folders named ``*.ipynb``, files
+        that are not ``.ipynb``.
+    """
+    skipped: list[tuple[Path, str]] = []
+    for top in (Path(p) for p in paths):
+        if not top.is_dir():
+            continue
+        for folder, dirs, files in os.walk(top):
+            here = Path(folder)
+            for d in sorted(dirs):
+                if d.startswith("."):
+                    n = sum(len(f) for _, _, f in os.walk(here / d))
+                    skipped.append((here / d, f"not graded: a hidden folder (its name starts with a dot; {n} file(s))"))
+                elif d.endswith(".ipynb"):
+                    skipped.append((here / d, "not graded: a folder named like a notebook, not a notebook file"))
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for f in sorted(files):
+                if f.startswith("."):
+                    skipped.append((here / f, "not graded: a hidden file (its name starts with a dot)"))
+                elif not f.endswith(".ipynb"):
+                    skipped.append((here / f, "not graded: not a .ipynb file"))
+    return skipped
+
+
 def _read(path: Path) -> tuple[dict | None, str | None]:
     """``(notebook, None)`` for a readable notebook, ``(None, why not)`` otherwise. Never raises."""
     import nbformat
@@ -179,8 +209,15 @@ def _read(path: Path) -> tuple[dict | None, str | None]:
         raw = json.loads(text)
     except ValueError as err:
         return None, f"not a notebook: invalid JSON ({err})"
-    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list) or "nbformat" not in raw:
-        return None, "not a notebook: the JSON has no 'cells' list and no 'nbformat' version"
+    version = raw.get("nbformat") if isinstance(raw, dict) else None
+    if not isinstance(version, int) or isinstance(version, bool):
+        return None, "not a notebook: the JSON has no 'nbformat' version"
+    if version < 3 or version > 4:
+        return None, f"nbformat {version} notebooks cannot be graded (only 3, upgraded, and 4)"
+    if version == 4 and not isinstance(raw.get("cells"), list):
+        return None, "not a notebook: the JSON has no 'cells' list"
+    if version == 3 and not isinstance(raw.get("worksheets"), list):
+        return None, "not a notebook: an nbformat 3 notebook without 'worksheets'"
     try:
         nb = nbformat.reads(text, as_version=4)
         nbformat.validate(nb)
@@ -229,7 +266,7 @@ def detect_chapter(nb: dict) -> tuple[str | None, str]:
 
 
 def student_name(path: str | os.PathLike, nb: dict | None = None, chapter: str | None = None) -> str:
-    """The student's name: the ``"student"`` entry of the notebook's edition metadata, else the file's stem.
+    """The student's name: the file's stem (a ``"student"`` entry of the metadata is reported, never trusted).
 
     A file named after its chapter (``alice/preliminaries.ipynb``, one folder per student) is named after its
     folder.
@@ -242,9 +279,6 @@ def student_name(path: str | os.PathLike, nb: dict | None = None, chapter: str |
     Returns:
         The name (never empty).
     """
-    edition = read_edition(nb or {})
-    if edition is not None and edition.student is not None:
-        return edition.student
     path = Path(path)
     stem = path.name[: -len(".ipynb")] if path.name.endswith(".ipynb") else path.stem
     if stem in ({chapter} | set(_chapters_with_exercises())) and path.parent.name:
@@ -295,50 +329,6 @@ def _book_version() -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def _prepare_kernel(token: str, call_limit: float | None, network: bool = False) -> None:
-    """Run in the student's kernel before the first cell: record each ``check`` call; set limits; no network.
-
-    Replaces :func:`lib.exercises.check` (the name the chapters import) by a wrapper that, for a registered
-    exercise, writes ``{"token", "event": "start", "exercise"}`` into the cell's outputs (MIME type
-    :data:`RECORD_MIME`), calls the real ``check`` and then writes ``{"token", "event": "verdict", "exercise",
-    "line"}`` with the line it printed. A ``start`` without its ``verdict`` marks a check that hung or stopped the
-    kernel. Sets :data:`lib.exercises.core.TIME_LIMIT_S` to ``call_limit``.
-
-    Args:
-        token: the random token of this run; the grader ignores records without it.
-        call_limit: seconds one call of the student's function may run (None: no limit).
-        network: False: refuse connections to other machines (``socket.connect`` raises OSError).
-
-    Returns:
-        None.
-    """
-    import functools
-
-    from IPython.display import display
-
-    real_check = exercises.check
-    results = exercises.RESULTS
-
-    def record(event: str, name: str, line: str | None = None) -> None:
-        display({RECORD_MIME: {"token": token, "event": event, "exercise": name, "line": line}}, raw=True)
-
-    @functools.wraps(real_check)
-    def check(name: str, answer: Any) -> bool:
-        known = isinstance(name, str) and name in exercises.EXERCISES
-        if known:
-            results.pop(name, None)
-            record("start", name)
-        ok = real_check(name, answer)
-        if known:
-            record("verdict", name, results.get(name))
-        return ok
-
-    exercises.check = check
-    core.TIME_LIMIT_S = call_limit
-    if not network:
-        _refuse_network()
-
-
 def _refuse_network() -> None:
     """Make ``socket.connect`` refuse addresses other than this machine's (a guard, not a sandbox)."""
     import ipaddress
@@ -372,131 +362,9 @@ def _refuse_network() -> None:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass
-class _Run:
-    """What executing a notebook left: its cells (with outputs), which ran, where it stopped, the records."""
-
-    cells: list[Any]
-    ran: set[int]
-    stopped: str | None  # why the cells after `stopped_at` did not run
-    stopped_at: int | None
-    cut_by_deadline: set[int]  # cells whose limit was the time the notebook had left, not --cell-timeout
-    records: list[tuple[int, dict]]
-    setup_error: str | None
-    seconds: float
-    timeout: float
-
-
-def _first_line(text: str, limit: int = 200) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def _error_of(cell: Any) -> dict | None:
-    return next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
-
-
 def _describe(index: int, cell: Any) -> str:
     first = next((ln.strip() for ln in _source(cell).splitlines() if ln.strip()), "")
     return f"cell {index + 1} ({_first_line(first, 50)!r})" if first else f"cell {index + 1}"
-
-
-def _execute(
-    nb: Any, *, cell_timeout: float, timeout: float, call_limit: float | None, network: bool, kernel: str
-) -> _Run:
-    """Execute ``nb`` (an nbformat notebook, changed in place) after the hidden set-up cell; see the module doc."""
-    import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import DeadKernelError
-
-    token = secrets.token_hex(16)
-    setup = nbformat.v4.new_code_cell(
-        "import lib.classroom.grade\n"
-        f"lib.classroom.grade._prepare_kernel({token!r}, {call_limit!r}, network={network!r})"
-    )
-    cells = list(nb.cells)
-    for cell in cells:
-        if cell.get("cell_type") == "code":
-            cell["outputs"], cell["execution_count"] = [], None
-    run_nb = nbformat.v4.new_notebook(metadata=copy.deepcopy(nb.get("metadata", {})), cells=[setup, *cells])
-    workdir = tempfile.mkdtemp(prefix="lib-grade-")
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    client = NotebookClient(
-        run_nb,
-        timeout=max(1, math.ceil(cell_timeout)),
-        kernel_name=kernel,
-        allow_errors=True,
-        interrupt_on_timeout=True,
-        record_timing=False,
-        store_widget_state=False,
-        resources={"metadata": {"path": workdir}},
-    )
-    ran: set[int] = set()
-    cut_by_deadline: set[int] = set()
-    stopped, stopped_at, setup_error = None, None, None
-    killed = threading.Event()
-    start = time.monotonic()
-    deadline = start + timeout
-    watchdog = None
-    try:
-        with client.setup_kernel(env=env, cwd=workdir):
-            process = getattr(getattr(client.km, "provisioner", None), "process", None)
-            if process is not None:  # the last resort: a cell that an interrupt does not stop
-
-                def kill() -> None:
-                    killed.set()
-                    process.kill()
-
-                watchdog = threading.Timer(timeout + cell_timeout + 10, kill)
-                watchdog.daemon = True
-                watchdog.start()
-            client.execute_cell(setup, 0)
-            deadline = time.monotonic() + timeout  # the student's cells get the whole limit
-            err = _error_of(setup)
-            if err is not None:
-                setup_error = f"{err.get('ename')}: {_first_line(str(err.get('evalue', '')))}"
-            for i, cell in enumerate(cells):
-                if setup_error or cell.get("cell_type") != "code":
-                    continue
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    stopped, stopped_at = f"the notebook ran past its limit of {timeout:g} s", i
-                    break
-                if left < cell_timeout:
-                    cut_by_deadline.add(i)
-                client.timeout = max(1, math.ceil(min(cell_timeout, left)))
-                try:
-                    client.execute_cell(cell, i + 1)
-                except DeadKernelError:
-                    ran.add(i)
-                    if killed.is_set():
-                        stopped = f"the notebook ran past its limit of {timeout:g} s and its kernel was stopped"
-                    else:
-                        stopped = "the kernel stopped (exit, os._exit, a crash or out of memory)"
-                    stopped_at = i
-                    break
-                except Exception as err:  # broad on purpose: whatever nbclient raises, the others are graded
-                    ran.add(i)
-                    stopped = f"the grader could not run a cell ({type(err).__name__}: {_first_line(str(err))})"
-                    stopped_at = i
-                    break
-                ran.add(i)
-    except Exception as err:  # broad on purpose: a kernel that does not start must not stop the class's grading
-        if not ran and not stopped:
-            setup_error = f"the kernel failed ({type(err).__name__}: {_first_line(str(err))})"
-    finally:
-        if watchdog is not None:
-            watchdog.cancel()
-        shutil.rmtree(workdir, ignore_errors=True)
-    records = []
-    for i, cell in enumerate(cells):
-        for out in cell.get("outputs", []):
-            data = out.get("data", {}).get(RECORD_MIME) if out.get("output_type") == "display_data" else None
-            if isinstance(data, dict) and data.get("token") == token:
-                records.append((i, data))
-    return _Run(
-        cells, ran, stopped, stopped_at, cut_by_deadline, records, setup_error, time.monotonic() - start, timeout
-    )
 
 
 def _verdict_of_line(line: str, name: str) -> tuple[str, str]:
@@ -519,18 +387,37 @@ def _outcome(run: _Run, name: str, cell_timeout: float) -> tuple[str, str]:
     if run.setup_error:
         return "error", f"the grader could not prepare the kernel: {run.setup_error}"
     mine = [(i, r) for i, r in run.records if r.get("exercise") == name]
-    if mine:
-        index, last = mine[-1]
-        if last.get("event") == "verdict" and isinstance(last.get("line"), str):
-            return _verdict_of_line(last["line"], name)
+    starts = [k for k, (_, r) in enumerate(mine) if r.get("event") == "start"]
+    if starts:
+        index, start = mine[starts[-1]]
+        end = next((r for _, r in mine[starts[-1] + 1 :] if r.get("event") == "end"), None)
+        if end is not None:
+            verdict, message = _verdict_of_line(answers.replay(name, start, end), name)
+            later = [i for i in _calling(run, name) if index is not None and i > index and i not in run.ran]
+            if run.stopped and run.stopped_at is not None and later and run.stopped_at <= later[0]:
+                # the exercise's last check never ran: the run stopped after an earlier one (its verdict is no answer)
+                where, last = (
+                    _describe(run.stopped_at, run.cells[run.stopped_at]),
+                    _describe(later[0], run.cells[later[0]]),
+                )
+                earlier = f"its earlier check in {_describe(index, run.cells[index])} gave {verdict}"
+                if run.stopped.startswith("the notebook ran past"):
+                    return "time-out", f"not reached: {run.stopped} at {where}, before {call} in {last} ({earlier})"
+                return (
+                    "error",
+                    f"crashed in this exercise: {run.stopped} in {where}, before {call} in {last} ran ({earlier})",
+                )
+            return verdict, message
+        if index is None:  # the sandbox stopped before it said which cell ran
+            return "error", f"crashed in this exercise: {run.stopped} during {call}"
         where = _describe(index, run.cells[index])
         err = _error_of(run.cells[index])
         if err is not None and err.get("ename") == "KeyboardInterrupt":
             return "time-out", f"{call} in {where} ran past {_limit(run, index, cell_timeout)}"
         if run.stopped_at == index:
-            return "error", f"{run.stopped} during {call} in {where}"
-        return "error", f"{call} in {where} did not finish"
-    calling = [i for i, c in enumerate(run.cells) if c.get("cell_type") == "code" and name in _called(c)]
+            return "error", f"crashed in this exercise: {run.stopped} during {call} in {where}"
+        return "error", f"crashed in this exercise: {call} in {where} did not finish"
+    calling = _calling(run, name)
     if not calling:
         return "⏳", f"no cell calls {call}: the exercise's cell was deleted or changed"
     for i in calling:
@@ -544,6 +431,11 @@ def _outcome(run: _Run, name: str, cell_timeout: float) -> tuple[str, str]:
                 f": {evalue}" if evalue else ""
             )
     first = calling[0]
+    if run.stopped_at in calling and run.stopped_at in run.ran:
+        where = _describe(run.stopped_at, run.cells[run.stopped_at])
+        return "error", f"crashed in this exercise: {run.stopped} in {where}, before its check"
+    if run.stopped_at is None and run.stopped:  # the sandbox stopped before it said where
+        return "error", f"not reached: {run.stopped}"
     if run.stopped_at is not None and first >= run.stopped_at and first not in run.ran:
         verdict = "time-out" if run.stopped.startswith("the notebook ran past") else "error"
         return verdict, f"not reached: {run.stopped} at {_describe(run.stopped_at, run.cells[run.stopped_at])}"
@@ -555,6 +447,11 @@ def _limit(run: _Run, index: int, cell_timeout: float) -> str:
     if index in run.cut_by_deadline:
         return f"the notebook's limit of {run.timeout:g} s"
     return f"the cell's limit of {cell_timeout:g} s"
+
+
+def _calling(run: _Run, name: str) -> list[int]:
+    """The code cells that call ``check(name, ...)``, in order."""
+    return [i for i, c in enumerate(run.cells) if c.get("cell_type") == "code" and name in _called(c)]
 
 
 def _called(cell: Any) -> set[str]:
@@ -575,6 +472,7 @@ def grade_submission(
     call_timeout: float | None = None,
     network: bool = False,
     kernel: str = "python3",
+    sandboxed: bool = True,
 ) -> tuple[list[Row], float]:
     """Grade one submitted notebook: one :class:`Row` per exercise of its chapter (see the module docstring).
 
@@ -588,8 +486,10 @@ def grade_submission(
         timeout: seconds the whole notebook may run; the cells after that are not run.
         call_timeout: seconds one call of the student's function by a checker may run; default
             ``min(lib.exercises.core.TIME_LIMIT_S, cell_timeout / 2)``.
-        network: allow network connections from the kernel.
+        network: allow network connections from the kernel (only without the sandbox, which has no network).
         kernel: the Jupyter kernel's name.
+        sandboxed: run it in bubblewrap (:mod:`lib.classroom.sandbox`); False: in a child process without it
+            (every row's note says so).
 
     Returns:
         ``(rows, seconds)``: the rows in the registry's order of exercises, and the time the kernel ran (0 when
@@ -610,12 +510,22 @@ def grade_submission(
         call_timeout = min(core.TIME_LIMIT_S or cell_timeout / 2, cell_timeout / 2)
     path = Path(path)
     nb, problem = _read(path)
+    upgraded = ""
+    if nb is not None and nb.get("metadata", {}).get("orig_nbformat", 4) < 4:
+        upgraded = f"upgraded from nbformat {nb.metadata.orig_nbformat} with nbformat's converter"
     found, how = detect_chapter(nb) if nb is not None else (None, "unknown")
     graded = chapter or found
     name = student_name(path, nb, graded)
+    claimed = (read_edition(nb) if nb is not None else None) or None
+    claim = (
+        f"the notebook's metadata names the student {claimed.student[:60]!r}, not {name!r}"
+        if claimed is not None and claimed.student is not None and claimed.student != name
+        else ""
+    )
 
     def rows(outcome: tuple[str, str] | dict[str, tuple[str, str]], note: str = "") -> list[Row]:
         """One row per exercise of the graded chapter (one row in all when the chapter is unknown)."""
+        note = "; ".join(filter(None, [note, claim, upgraded]))
         if graded is None or graded not in chapters:
             return [Row(name, graded or "", "", *outcome, note, str(path))]  # type: ignore[arg-type]
         return [
@@ -635,11 +545,79 @@ def grade_submission(
     problem, note = _edition(nb, graded)
     if problem is not None:
         return rows(("error", problem)), 0.0
-    run = _execute(
-        nb, cell_timeout=cell_timeout, timeout=timeout, call_limit=call_timeout, network=network, kernel=kernel
-    )
+    if not sandboxed:
+        note = "; ".join(filter(None, [UNSANDBOXED, note]))
+    limits = sandbox.Limits(cell_timeout=cell_timeout, timeout=timeout, call_timeout=call_timeout)
+    result = sandbox.run_notebook(nb, limits, sandboxed=sandboxed, kernel=kernel, network=network)
+    try:
+        run = _run_from_sandbox(nb, result, timeout)
+    finally:
+        result["cleanup"]()
     outcomes = {ex.name: _outcome(run, ex.name, cell_timeout) for ex in exercises.list_exercises(graded)}
     return rows(outcomes, note), run.seconds
+
+
+#: The note on every row of a submission graded without the sandbox (``--unsandboxed``).
+UNSANDBOXED = "graded without the sandbox (--unsandboxed)"
+
+
+def _run_from_sandbox(nb: Any, result: dict[str, Any], timeout: float) -> _Run:
+    """The :class:`_Run` of a sandboxed execution: its ``run.json`` (untrusted, read defensively) and its tape."""
+    cells = [dict(c) for c in nb.cells]
+    for c in cells:
+        c["outputs"] = []
+    summary = result["run"] or {}
+    tape = answers.read_tape(result["tape"])
+
+    def ints(key: str) -> set[int]:
+        values = summary.get(key)
+        return {v for v in values if isinstance(v, int) and 0 <= v < len(cells)} if isinstance(values, list) else set()
+
+    code = result["exit"]
+    why = "ran past its time limit and was stopped" if code is None else f"exited with status {code}"
+    sandbox_stopped = (
+        f"the submission's sandbox stopped before its run finished (it {why}: a notebook that killed its "
+        "runner, ran out of memory or processes)"
+    )
+    if not summary:
+        records = [(None, r) for _, r in tape]
+        return _Run(cells, set(), sandbox_stopped, None, set(), records, None, result["seconds"], timeout)
+    errors = summary.get("errors") if isinstance(summary.get("errors"), dict) else {}
+    for key, err in errors.items():
+        if key.isdigit() and int(key) < len(cells) and isinstance(err, dict):
+            cells[int(key)]["outputs"] = [
+                {"output_type": "error", "ename": str(err.get("ename", "")), "evalue": str(err.get("evalue", ""))}
+            ]
+    bounds = [
+        (i, n)
+        for i, n in (summary.get("tape_lines") or [])
+        if isinstance(i, int) and isinstance(n, int) and 0 <= i < len(cells)
+    ]
+    records = []
+    for line, record in tape:
+        cell = next((i for i, n in bounds if line < n), None)
+        records.append((cell, record))
+    stopped_at = summary.get("stopped_at")
+    stopped = summary.get("stopped")
+    setup_error = summary.get("setup_error")
+    if summary.get("finished") is not True:  # the progress written after each cell: the sandbox died in the next
+        ran = ints("ran")
+        stopped = sandbox_stopped
+        stopped_at = next(
+            (i for i, c in enumerate(cells) if i > max(ran, default=-1) and c.get("cell_type") == "code"), None
+        )
+        records = [(stopped_at if cell is None else cell, record) for cell, record in records]  # the dying cell's
+    return _Run(
+        cells,
+        ints("ran"),
+        str(stopped) if stopped else None,
+        stopped_at if isinstance(stopped_at, int) and 0 <= stopped_at < len(cells) else None,
+        ints("cut_by_deadline"),
+        records,
+        str(setup_error) if setup_error else None,
+        result["seconds"],
+        timeout,
+    )
 
 
 def grade(
@@ -647,6 +625,7 @@ def grade(
     chapter: str | None = None,
     *,
     log: Any = None,
+    results: str | os.PathLike | None = None,
     **limits: Any,
 ) -> list[Row]:
     """Grade every submission (:func:`find_submissions`) and return all rows, sorted by student.
@@ -657,6 +636,9 @@ def grade(
         submissions: files and folders.
         chapter: the chapter being graded; None: each notebook's own.
         log: a text stream for one line per submission (name, time, verdict counts); None: silent.
+        results: a folder that keeps each submission's rows as soon as they are known (one JSON file per
+            submission, named after a digest of its bytes and the grading settings, written atomically and never
+            changed); a rerun takes them from there and grades only the others. None: keep nothing.
         **limits: ``cell_timeout``, ``timeout``, ``call_timeout``, ``network``, ``kernel`` of
             :func:`grade_submission`.
 
@@ -669,13 +651,22 @@ def grade(
     """
     paths = find_submissions(submissions)
     graded: list[list[Row]] = []
+    for path, why in skipped_files(submissions):
+        graded.append([Row(path.name, chapter or "", "", "error", why, "", str(path))])
+    if results is not None:
+        Path(results).mkdir(exist_ok=True)
     for path in paths:
-        rows, seconds = grade_submission(path, chapter, **limits)
+        kept = _kept(results, path, chapter, limits)
+        if kept is not None:
+            rows, seconds = kept
+        else:
+            rows, seconds = grade_submission(path, chapter, **limits)
+            _keep(results, path, chapter, limits, rows, seconds)
         graded.append(rows)
         if log is not None:
             counts = collections.Counter(r.verdict for r in rows)
             summary = ", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts[v])
-            ran = f"{seconds:.1f} s" if seconds else "not run"
+            ran = "kept from an earlier run" if kept else (f"{seconds:.1f} s" if seconds else "not run")
             print(f"{rows[0].student}: {path} ({ran}): {summary}", file=log, flush=True)
     names = collections.Counter(rows[0].student for rows in graded)
     result = []
@@ -687,6 +678,38 @@ def grade(
         result += rows
     order = {ex.name: k for k, ex in enumerate(exercises.EXERCISES.values())}
     return sorted(result, key=lambda r: (r.student, r.file, order.get(r.exercise, -1)))
+
+
+def _result_file(results: Any, path: Path, chapter: str | None, limits: dict) -> Path | None:
+    if results is None:
+        return None
+    import hashlib
+
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    settings = json.dumps([str(path), chapter, sorted((k, repr(v)) for k, v in limits.items())])
+    key = hashlib.sha256(data + b"\0" + settings.encode()).hexdigest()[:32]
+    return Path(results) / f"{key}.json"
+
+
+def _kept(results: Any, path: Path, chapter: str | None, limits: dict) -> tuple[list[Row], float] | None:
+    file = _result_file(results, path, chapter, limits)
+    if file is None or not file.is_file():
+        return None
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+        return [Row(*r) for r in data["rows"]], float(data["seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _keep(results: Any, path: Path, chapter: str | None, limits: dict, rows: list[Row], seconds: float) -> None:
+    file = _result_file(results, path, chapter, limits)
+    if file is not None:
+        rows_ = [[getattr(r, c) for c in Row.__dataclass_fields__] for r in rows]
+        atomic_write_text(file, json.dumps({"rows": rows_, "seconds": seconds}, ensure_ascii=False))
 
 
 # --------------------------------------------------------------------------------------------
@@ -711,8 +734,13 @@ def write_csv(rows: Sequence[Row], path: str | os.PathLike) -> Path:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(COLUMNS)
     for r in rows:
-        writer.writerow([getattr(r, c) for c in COLUMNS])
+        writer.writerow([_neutral(getattr(r, c)) for c in COLUMNS])
     return atomic_write_text(path, buf.getvalue())
+
+
+def _neutral(cell: str) -> str:
+    """A cell that a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``, a tab, a return) gets a ``'``."""
+    return "'" + cell if cell[:1] in ("=", "+", "-", "@", "\t", "\r") else cell
 
 
 def read_csv(path: str | os.PathLike) -> list[Row]:
@@ -878,8 +906,18 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="seconds per call of a student's function by a checker (default: 20, at most half of --cell-timeout)",
     )
-    p.add_argument("--network", action="store_true", help="allow the notebooks network connections")
+    p.add_argument(
+        "--network",
+        action="store_true",
+        help="with --unsandboxed, allow the notebooks network connections (the sandbox never has a network)",
+    )
     p.add_argument("--kernel", default="python3", help="the Jupyter kernel (default python3)")
+    p.add_argument(
+        "--unsandboxed",
+        action="store_true",
+        help="run the notebooks without the bubblewrap sandbox (where bwrap is missing; only for notebooks you "
+        "trust: a notebook can then read and change your files). Every row says so.",
+    )
     return p
 
 
@@ -914,9 +952,11 @@ def main(argv: list[str] | None = None) -> int:
         p.error(str(err))
     if not paths:
         p.error(f"no .ipynb files found in {', '.join(args.submissions)}")
+    if not args.unsandboxed and sandbox.bwrap_path() is None:
+        p.error(sandbox.MISSING)
     os.environ.setdefault("JUPYTER_PREFER_ENV_PATH", "1")  # the kernel of this environment, not a user's
     rows = grade(
-        paths,
+        args.submissions,
         args.chapter,
         log=sys.stderr,
         cell_timeout=args.cell_timeout,
@@ -924,6 +964,8 @@ def main(argv: list[str] | None = None) -> int:
         call_timeout=args.call_timeout,
         network=args.network,
         kernel=args.kernel,
+        sandboxed=not args.unsandboxed,
+        results=out.with_suffix(".results"),
     )
     write_csv(rows, out)
     summary = summarize(rows)

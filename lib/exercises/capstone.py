@@ -43,6 +43,7 @@ from .core import (
     call_answer,
     checker_setup,
     exercise,
+    observed,
     require_callable,
 )
 
@@ -276,7 +277,7 @@ def _check_greedy_one_thread(answer: Any) -> str | None:
         expected = list(expected)
         mine = copy.deepcopy(model)  # this call's own model, so that its training mode can be looked at afterwards
         raw = call_answer(answer, mine, src.clone(), max_len, copy_args=False)
-        was_training = mine.training
+        was_training = observed("training mode after the call", lambda mine=mine: mine.training)
         where = f"for «{sentence}» with max_len={max_len}"
         got = _as_ids(raw, f"{where} your output")
         if got == expected and not was_training:

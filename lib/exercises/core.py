@@ -39,6 +39,8 @@ __all__ = [
     "NotSolved",
     "checker_setup",
     "call_answer",
+    "observed",
+    "ANSWER_HOOK",
     "fmt",
     "as_array",
     "as_number",
@@ -54,6 +56,12 @@ Checker = Callable[[Any], "str | None"]
 #: ``SIGALRM`` timer, so only where there is one and only in the main thread (Linux and macOS, a notebook's
 #: kernel); on Windows, or when ``check`` runs in another thread, the reader's function runs without a limit.
 TIME_LIMIT_S: float | None = 20.0
+
+#: None in normal use. The classroom grader (:mod:`lib.classroom.answers`) sets it while a checker runs, to an object
+#: with ``call(fn, args, copy_args, real)`` and ``observe(what, measure)``: inside the student's sandbox it records
+#: what the reader's function returned on each input (``real`` is the call :func:`call_answer` makes without a hook),
+#: in the grader it replays those records, so that the verdict is made outside the student's kernel.
+ANSWER_HOOK: Any = None
 
 
 @dataclass(frozen=True)
@@ -294,6 +302,8 @@ def _timed_out(limit: float | None) -> AnswerStopped:
 def call_answer(fn: Callable[..., Any], *args: Any, copy_args: bool = True) -> Any:
     """Call the reader's function on private copies of ``args``, with a time limit, and classify how it ended.
 
+    (Through :data:`ANSWER_HOOK` when the classroom grader set one.)
+
     The reader's code can neither change the checker's objects nor stop the notebook:
 
     - it gets deep copies (``copy.deepcopy``, one for all ``args`` together, so two arguments that are one object
@@ -321,6 +331,32 @@ def call_answer(fn: Callable[..., Any], *args: Any, copy_args: bool = True) -> A
         AssertionError: it returned None from a body that does something (a forgotten ``return``).
         TypeError: ``copy_args`` is True and an argument cannot be deep-copied (a bug of the checker).
     """
+    if ANSWER_HOOK is not None:
+        return ANSWER_HOOK.call(fn, args, copy_args, _call_answer)
+    return _call_answer(fn, *args, copy_args=copy_args)
+
+
+def observed(what: str, measure: Callable[[], Any]) -> Any:
+    """``measure()``: something a checker measures about the reader's function besides what it returns.
+
+    A checker wraps such a measurement (the peak memory of a call, the model's training mode after it) in this, so
+    that the classroom grader records it where the reader's code runs and replays it where the verdict is made
+    (:data:`ANSWER_HOOK`); without the grader it is ``measure()``.
+
+    Args:
+        what: what is measured, e.g. ``"peak tensor bytes"`` (the record's key, with the order of the calls).
+        measure: a function of no arguments that measures it (plain data: a number, a bool).
+
+    Returns:
+        What ``measure()`` returned (or the recorded value, when the grader replays).
+    """
+    if ANSWER_HOOK is not None:
+        return ANSWER_HOOK.observe(what, measure)
+    return measure()
+
+
+def _call_answer(fn: Callable[..., Any], *args: Any, copy_args: bool = True) -> Any:
+    """:func:`call_answer` without :data:`ANSWER_HOOK`."""
     if copy_args:
         try:
             args = copy.deepcopy(args)

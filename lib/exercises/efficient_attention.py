@@ -10,7 +10,7 @@ import torch
 
 from ..cost import peak_tensor_bytes
 from ..efficient import linear_attention_quadratic, performer_features, random_projection, sliding_window_mask
-from .core import as_array, as_number, call_answer, diagnose, exercise, fmt, require_callable
+from .core import as_array, as_number, call_answer, diagnose, exercise, fmt, observed, require_callable
 
 # This module only registers checkers (with @exercise, on import): it has no public names.
 __all__: list[str] = []
@@ -204,7 +204,9 @@ def _check_linear_attention(answer: Any) -> str | None:
     v = torch.randn(n, m, generator=gen)
     with torch.no_grad():
         # fq, fk, v serve this one call: not copied, so that the measured peak is the answer's own tensors
-        peak = peak_tensor_bytes(lambda: call_answer(answer, fq, fk, v, copy_args=False))
+        peak = observed(
+            "peak tensor bytes", lambda: peak_tensor_bytes(lambda: call_answer(answer, fq, fk, v, copy_args=False))
+        )
     square = n * n * 4
     if peak >= square / 4:
         raise AssertionError(

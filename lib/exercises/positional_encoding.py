@@ -135,6 +135,10 @@ def _check_pe_shift_matrix(answer: Any) -> str | None:
         m = as_array(call_answer(answer, k, d_model), f"shift_matrix({k}, {d_model})")
         if m.shape != (d_model, d_model):
             raise AssertionError(f"shift_matrix({k}, {d_model}) has shape {m.shape}; expected ({d_model}, {d_model})")
+        if not np.isfinite(m).all():
+            raise AssertionError(
+                f"shift_matrix({k}, {d_model}) holds NaN or infinite values; every entry must be finite"
+            )
         pe = sinusoidal_positional_encoding(300, d_model).double().numpy()  # (300, d_model)
         start = max(0, -k)
         pos = np.arange(start, 300 - max(k, 0))

@@ -3,10 +3,12 @@
 Fast (``make test``): the command line's usage errors, submissions graded without a kernel (a damaged file,
 another chapter, the book's own notebook, a notebook whose chapter cannot be told), chapter and name detection,
 how the outcome of each exercise is read from an executed notebook, the CSV, the summary, the figure, the kernel
-set-up (the ``check`` wrapper, the network guard) and the committed example of the instructor page.
+set-up (the ``check`` wrapper that records on the tape, the network guard) and the committed example of the
+instructor page.
 
-Slow (``student_execution``, ``make test-student``): the whole synthetic class graded by the command in fresh
-kernels (about 10 s of CPU per submission), every row asserted, and the result equal to the committed example.
+Slow (``student_execution``, ``make test-student``): the whole synthetic class graded by the command, each
+submission in a fresh sandboxed kernel (about 10 s of CPU each), every row asserted, and the result equal to the
+committed example.
 """
 
 from __future__ import annotations
@@ -155,7 +157,7 @@ def test_student_name_from_metadata_file_or_folder():
     assert grade.student_name("sub/bob/transformer.ipynb") == "bob"  # any chapter's name
     assert grade.student_name("Copy of x.ipynb.txt") == "Copy of x.ipynb"
     meta = {"metadata": {"student_edition": {"student": " Chen Li "}}}
-    assert grade.student_name("sub/preliminaries.ipynb", meta) == "Chen Li"
+    assert grade.student_name("sub/alice.ipynb", meta) == "alice"  # the metadata's name is reported, not trusted
 
 
 def test_find_submissions_walks_folders_and_skips_hidden_ones(tmp_path):
@@ -205,16 +207,50 @@ def _run(cells, records=(), ran=None, stopped=None, stopped_at=None, cut=(), set
     return grade._Run(cells, ran, stopped, stopped_at, set(cut), list(records), setup_error, 1.0, 60.0)
 
 
-def test_outcome_reads_the_verdict_records_not_the_printed_text():
+def _tape(tmp_path, monkeypatch, answer, name="matvec"):
+    """The tape records of ``check(name, answer)`` run as in the sandbox (lib.classroom.answers)."""
+    from lib.classroom import answers
+
+    tape = tmp_path / "tape.jsonl"
+    monkeypatch.setattr(exercises, "check", exercises.check)
+    monkeypatch.setattr(core, "TIME_LIMIT_S", core.TIME_LIMIT_S)
+    real = exercises.check
+    answers.start_recording(str(tape), 5)
+    exercises.check(name, answer)
+    exercises.check = real  # the grader's process never records
+    return [(0, r) for _, r in answers.read_tape(tape)]
+
+
+def test_outcome_replays_the_recorded_answers_to_the_trusted_checker(tmp_path, monkeypatch):
+    cells = [_cell('print("✅ matvec: correct.")\ncheck("matvec", f)')]
+
+    def wrong(W, x):
+        return [0.0 for _ in W]
+
+    records = _tape(tmp_path, monkeypatch, wrong)
+    assert [r["event"] for _, r in records] == ["start", "end"]
+    verdict, message = grade._outcome(_run(cells, records), "matvec", 10)
+    assert verdict == "❌" and message.startswith("for W of shape")
+    # a verdict written into the tape by the student counts for nothing; an end without the calls is unsolved
+    start = records[0]
+    forged = (0, {"event": "end", "exercise": "matvec", "calls": [], "line": "✅ matvec: correct."})
+    verdict, message = grade._outcome(_run(cells, [start, forged]), "matvec", 10)
+    assert verdict == "❌" and "no record of your function" in message
+
+    # the recorded raise, sys.exit() and placeholder come back as themselves
+    def exits(W, x):
+        raise SystemExit("no")
+
+    assert "sys.exit()" in grade._outcome(_run(cells, _tape(tmp_path, monkeypatch, exits)), "matvec", 10)[1]
+
+    def todo(W, x): ...
+
+    assert grade._outcome(_run(cells, _tape(tmp_path, monkeypatch, todo)), "matvec", 10)[0] == "⏳"
+
+
+def test_outcome_of_a_check_that_started_and_never_ended():
     cells = [_cell('print("✅ matvec: correct.")\ncheck("matvec", f)')]
     start = (0, {"event": "start", "exercise": "matvec"})
-    wrong = (0, {"event": "verdict", "exercise": "matvec", "line": "❌ matvec: your row is [1]; expected [2]"})
-    assert grade._outcome(_run(cells, [start, wrong]), "matvec", 10) == ("❌", "your row is [1]; expected [2]")
-    late = (0, {"event": "verdict", "exercise": "matvec", "line": "❌ matvec: ⏱ your function did not return"})
-    assert grade._outcome(_run(cells, [start, late]), "matvec", 10)[0] == "time-out"
-    setup = (0, {"event": "verdict", "exercise": "matvec", "line": "⚠ matvec: the checker could not run: x"})
-    assert grade._outcome(_run(cells, [start, setup]), "matvec", 10) == ("error", "the checker could not run: x")
-    # a check that started and never ended: interrupted, or the kernel died in it
     cells[0]["outputs"] = [_err("KeyboardInterrupt")]
     assert grade._outcome(_run(cells, [start]), "matvec", 10) == (
         "time-out",
@@ -230,6 +266,59 @@ def test_outcome_reads_the_verdict_records_not_the_printed_text():
     assert grade._outcome(_run(cells), "matvec", 10) == (
         "⏳",
         'check("matvec", ...) in cell 1 (\'print("✅ matvec: correct.")\') did not run',
+    )
+
+
+def test_an_exercise_whose_last_check_never_ran_because_the_run_stopped_is_not_the_earlier_verdict(
+    tmp_path, monkeypatch
+):
+    cells = [
+        _cell('check("matvec", None)'),
+        _cell("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)"),
+        _cell('def matvec(W, x): ...\ncheck("matvec", matvec)'),
+    ]
+    blank = _tape(tmp_path, monkeypatch, None)  # recorded in cell 1 (index 0)
+    stopped = "the submission's sandbox stopped before its run finished (it exited with status 1: ...)"
+    killed = _run(cells, blank, ran={0}, stopped=stopped, stopped_at=1)
+    verdict, message = grade._outcome(killed, "matvec", 10)
+    assert verdict == "error" and message == (
+        f"crashed in this exercise: {stopped} in cell 2 ('import os, signal'), before check(\"matvec\", ...) in "
+        "cell 3 ('def matvec(W, x): ...') ran (its earlier check in cell 1 ('check(\"matvec\", None)') gave ⏳)"
+    )
+    late = _run(cells, blank, ran={0}, stopped="the notebook ran past its limit of 60 s", stopped_at=1)
+    assert grade._outcome(late, "matvec", 10)[0] == "time-out"
+    # the last check ran (or the run did not stop before it): the recorded verdict stands
+    assert grade._outcome(_run(cells[:1] + cells[2:], blank, ran={0, 1}), "matvec", 10)[0] == "⏳"
+    assert grade._outcome(_run(cells, blank, ran={0, 1}, stopped=stopped, stopped_at=2), "matvec", 10)[0] == "error"
+    assert grade._outcome(_run(cells[:2], blank, ran={0}, stopped=stopped, stopped_at=1), "matvec", 10)[0] == "⏳"
+
+
+def test_a_sandbox_that_died_mid_run_leaves_the_progress_of_the_cells_before(tmp_path, monkeypatch):
+    """run.json written after each cell ("finished": false): the cells that ran, the tape lines of each cell."""
+    import nbformat
+
+    recorded = _tape(tmp_path, monkeypatch, None)  # start, end
+    tape = tmp_path / "tape.jsonl"
+    with open(tape, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"event": "start", "exercise": "one_hot", "answer": "function"}) + "\n")
+    assert len(recorded) == 2
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("from lib.exercises import check"),
+            nbformat.v4.new_markdown_cell("text"),
+            nbformat.v4.new_code_cell('check("matvec", None)'),
+            nbformat.v4.new_code_cell('check("one_hot", f)'),
+        ]
+    )
+    progress = {"finished": False, "ran": [0, 2], "errors": {}, "tape_lines": [[0, 0], [2, 2]], "seconds": 1.0}
+    result = {"run": progress, "tape": tape, "exit": 1, "seconds": 2.0}
+    run = grade._run_from_sandbox(nb, result, 60.0)
+    assert run.ran == {0, 2} and run.stopped_at == 3 and run.stopped.startswith("the submission's sandbox stopped")
+    assert [cell for cell, _ in run.records] == [2, 2, 3]
+    assert grade._outcome(run, "matvec", 10)[0] == "⏳"
+    assert grade._outcome(run, "one_hot", 10) == (
+        "error",
+        f'crashed in this exercise: {run.stopped} during check("one_hot", ...) in cell 4 (\'check("one_hot", f)\')',
     )
 
 
@@ -266,29 +355,30 @@ def test_outcome_of_cells_that_failed_or_never_ran():
 # --- inside the kernel ------------------------------------------------------------------------------------------
 
 
-def test_prepare_kernel_records_each_check_with_its_token_and_sets_the_call_limit(monkeypatch, capsys):
-    import IPython.display
+def test_the_hidden_cell_records_each_check_on_the_tape_and_sets_the_call_limit(tmp_path, monkeypatch, capsys):
+    from lib.classroom import answers
 
-    shown = []
-    monkeypatch.setattr(IPython.display, "display", lambda obj, raw=False: shown.append(obj))
+    tape = tmp_path / "tape.jsonl"
     monkeypatch.setattr(exercises, "check", exercises.check)
     monkeypatch.setattr(core, "TIME_LIMIT_S", core.TIME_LIMIT_S)
-    monkeypatch.setattr(socket.socket, "connect", socket.socket.connect)
-    monkeypatch.setattr(socket.socket, "connect_ex", socket.socket.connect_ex)
-    grade._prepare_kernel("tok", 3.0, network=True)
+    answers.start_recording(str(tape), 3.0)
     assert core.TIME_LIMIT_S == 3.0
     assert exercises.check("matvec", lambda W, x: [0.0] * len(W)) is False
     assert exercises.check("matvec", None) is False
-    records = [r[grade.RECORD_MIME] for r in shown]
-    assert [(r["token"], r["event"], r["exercise"]) for r in records] == [
-        ("tok", "start", "matvec"),
-        ("tok", "verdict", "matvec"),
-    ] * 2
-    assert records[1]["line"].startswith("❌ matvec:") and records[3]["line"].startswith("⏳ matvec:")
+    records = [r for _, r in answers.read_tape(tape)]
+    assert [(r["event"], r["exercise"], r.get("answer")) for r in records] == [
+        ("start", "matvec", "function"),
+        ("end", "matvec", None),
+        ("start", "matvec", "value"),
+        ("end", "matvec", None),
+    ]
+    # the values the function returned, never a verdict; None is recorded as the value it is
+    assert records[1]["calls"] and all(set(outcome) == {"value"} for _, outcome in records[1]["calls"])
+    assert "line" not in records[1] and records[2]["value"] == {"v": None} and records[3]["calls"] == []
     assert capsys.readouterr().out.count("matvec:") == 2  # check still prints its line
     with pytest.raises(ValueError, match="unknown exercise"):
         exercises.check("no_such_exercise", 1)
-    assert len(shown) == 4
+    assert len(answers.read_tape(tape)) == 4
 
 
 def test_the_network_guard_refuses_other_machines_but_not_this_one(monkeypatch):
