@@ -86,9 +86,9 @@ def encode(x: Any, depth: int = 0) -> Any:
     if x is Ellipsis:
         return {"ellipsis": True}
     if isinstance(x, int):
-        return {"int": str(x)}
+        return {"int": str(int(x))}
     if isinstance(x, float):
-        return {"float": repr(x)}
+        return {"float": repr(float(x))}  # numpy's float64 is a float whose repr is "np.float64(...)"
     if isinstance(x, torch.Tensor):
         t = x.detach().cpu()
         if t.dtype not in _TORCH_OK:  # float16, bfloat16, complex: numpy has no .npy form for all of them

@@ -874,6 +874,37 @@ def _check_assemble_transformer(answer: Any) -> str | None:
         return _check_assembly_one_thread(answer)
 
 
+def _assembly_outputs(answer: Any, config: Any, state: dict, src: torch.Tensor, lib_ys: torch.Tensor) -> dict:
+    """Build the reader's model, load the shipped weights, translate and hook it: ``{"ys", "seen"}`` (tensors), or
+    ``{"error": the ❌ line's reason}`` / ``{"unsolved": what is still ...}``: plain data either way."""
+    try:
+        model = call_answer(answer, copy.deepcopy(config), copy_args=False)
+    except AnswerRaised as err:
+        return {"error": str(_readers_error(err, "building your model, MyTransformer(config)"))}
+    except NotSolved as err:
+        return {"unsolved": str(err)}
+    if not isinstance(model, nn.Module):
+        return {"error": f"MyTransformer(config) should give an nn.Module, got {type(model).__name__}"}
+    try:
+        model.load_state_dict(state, strict=True)
+    except Exception as err:  # RuntimeError (names, shapes), or an AttributeError of a half-built module
+        try:
+            message = _load_message(err, model, state)
+        except Exception:  # the model cannot even list its weights
+            message = f"the shipped weights do not load into your model: {type(err).__name__}: {err}"
+        return {"error": message}
+    model.eval()
+    stages = [(path, side) for _, path, side, _ in _assembly_stages(config)]
+    try:
+        ys = call_answer(_greedy_forward, model, src, _ASSEMBLY_MAX_LEN, config.tgt_vocab_size, copy_args=False)
+        seen = call_answer(_hooked_forward, model, src, lib_ys, stages, copy_args=False)
+    except AnswerRaised as err:
+        if isinstance(err.original, _BadOutput):
+            return {"error": str(err.original)}
+        return {"error": str(_readers_error(err, "translating the test sentences with your model"))}
+    return {"ys": ys, "seen": seen}
+
+
 def _check_assembly_one_thread(answer: Any) -> str | None:
     """The checks of :func:`_check_assemble_transformer`, run on one torch thread."""
     with checker_setup("loading the shipped model and translating the test sentences with it", _SHIPPED_MODEL_FIX):
@@ -884,29 +915,17 @@ def _check_assembly_one_thread(answer: Any) -> str | None:
         src, lib_ys, lib_seen = _assembly_reference()
         state = lib_model.state_dict()
     config, vocab = lib_model.config, lib_model.config.tgt_vocab_size
-    try:
-        model = call_answer(answer, copy.deepcopy(config), copy_args=False)
-    except AnswerRaised as err:
-        raise _readers_error(err, "building your model, MyTransformer(config)") from None
-    if not isinstance(model, nn.Module):
-        raise AssertionError(f"MyTransformer(config) should give an nn.Module, got {type(model).__name__}")
-    try:
-        model.load_state_dict(state, strict=True)
-    except Exception as err:  # RuntimeError (names, shapes), or an AttributeError of a half-built module
-        try:
-            message = _load_message(err, model, state)
-        except Exception:  # the model cannot even list its weights
-            message = f"the shipped weights do not load into your model: {type(err).__name__}: {err}"
-        raise AssertionError(message) from None
-    model.eval()
-    stages = [(path, side) for _, path, side, _ in _assembly_stages(config)]
-    try:
-        ys = call_answer(_greedy_forward, model, src, _ASSEMBLY_MAX_LEN, vocab, copy_args=False)
-        seen = call_answer(_hooked_forward, model, src, lib_ys, stages, copy_args=False)
-    except AnswerRaised as err:
-        if isinstance(err.original, _BadOutput):
-            raise AssertionError(str(err.original)) from None
-        raise _readers_error(err, "translating the test sentences with your model") from None
+    # One measurement of plain data (token ids, layer outputs, or why the model failed): the classroom grader
+    # records it where the reader's classes run and replays it where the verdict is made (lib.classroom.answers).
+    out = observed(
+        "translations and layer outputs of your model",
+        lambda: _assembly_outputs(answer, config, state, src, lib_ys),
+    )
+    if "unsolved" in out:
+        raise NotSolved(out["unsolved"])
+    if "error" in out:
+        raise AssertionError(out["error"])
+    ys, seen = out["ys"], out["seen"]
     mine = [_sentence_ids(row) for row in ys.tolist()]
     ref = [_sentence_ids(row) for row in lib_ys.tolist()]
     logits_ok, delta, _ = _close(seen.get(("", "out"), [torch.empty(0)])[-1], lib_seen[("", "out")][-1],
