@@ -1044,6 +1044,10 @@ class FigureSlider:
     uid: str
     alts: tuple[str, ...] = ()
 
+    def __repr__(self) -> str:
+        """One short line (the notebook's text/plain output): the name and the number of frames, not their texts."""
+        return f"FigureSlider(name={self.name!r}, {len(self.frames)} frames)"
+
     def frame_alts(self) -> list[str]:
         """The alternative text of every frame.
 

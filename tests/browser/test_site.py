@@ -15,7 +15,7 @@ from .conftest import SCREENSHOTS, built_pages, chapter_pages, notebook_pages
 MIN_INK = 0.005
 #: The kernel-free sliders' frames carry a description of their figure (issue 31) once the chapters are re-executed
 #: with lib.plots.figure_slider's new alt text; until then they are named by their setting only, and exempt.
-SLIDER_FRAMES_DESCRIBED = False
+SLIDER_FRAMES_DESCRIBED = True
 
 # Draws the image on a canvas (same-origin or data: URL, so readable) and returns the share of pixels that
 # differ from the top-left one; 0 when the image did not load.

@@ -42,7 +42,7 @@ def test_every_image_output_has_alt_text(notebook):
 
 #: The kernel-free sliders' frames (``lib.plots.figure_slider``) carry a description of their figure since issue 31;
 #: the stored outputs get it when the chapters are re-executed. Flip to True after ``make execute``.
-SLIDER_FRAMES_DESCRIBED = False
+SLIDER_FRAMES_DESCRIBED = True
 SLIDER_DATA = re.compile(r'<script type="application/json" class="figure-slider-data">(.*?)</script>', re.S)
 
 
