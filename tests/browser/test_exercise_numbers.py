@@ -17,7 +17,7 @@ CHAPTERS = chapter_pages()
 CAPTION = re.compile(r'<span class="caption-number">Exercise (\d+) </span>')
 # A solution's title: "Solution to" and a link to its exercise, whose text is " Exercise N" (sphinx-exercise).
 SOLUTION = re.compile(r'Solution to<a class="reference internal" href="#([^"]+)">\s*Exercise (\d+)')
-EXERCISE_ID = re.compile(r'<div class="exercise admonition" id="([^"]+)">')
+EXERCISE_ID = re.compile(r'<div class="exercise(?: [\w-]+)* admonition" id="([^"]+)">')  # a break-it adds its class
 
 
 def _page(page: str) -> str:
