@@ -257,12 +257,55 @@ def _cell_inches(size: int) -> float:
 
 
 def _tick_fontsize(size: int) -> float | None:
-    """Smaller tick labels for long sequences, the default otherwise."""
-    if size > 30:
-        return 6.0
-    if size > 16:
-        return 8.0
-    return None
+    """Tick labels of a long sequence at the smallest legible size (_MIN_PT), the default otherwise."""
+    return _MIN_PT if size > 16 else None
+
+
+def _run_layout(fig: Figure) -> None:
+    """Place the axes as the figure's layout engine will when it is drawn, so that their sizes can be measured."""
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=_GLYPH_WARNING, category=UserWarning)
+            engine.execute(fig)
+
+
+def _axes_inches(ax: Any) -> tuple[float, float]:
+    """Width and height of an axes in inches, where it is placed now."""
+    fig = _root_figure(ax)
+    pos = ax.get_position()
+    return pos.width * fig.get_figwidth(), pos.height * fig.get_figheight()
+
+
+def _wrap(text: str, width_in: float, size: float) -> str:
+    """``text`` wrapped into lines at most ``width_in`` wide at ``size`` pt (by :func:`_width_in`'s estimate)."""
+    if _width_in(text, size) <= width_in:
+        return text
+    return "\n".join(textwrap.wrap(text, max(12, int(width_in / (0.6 * size / 72.0))))) or text
+
+
+def _fit_heatmap_ticks(
+    ax: Any, xl: list[str] | None, yl: list[str] | None, seq_k: int, seq_q: int, x_font: float, y_font: float
+) -> None:
+    """Label a heatmap's cells at ``x_font``/``y_font`` pt, never smaller: x labels rotated where wider than a cell,
+    and every k-th token labelled where a cell is narrower than a line of text.
+
+    The figure's layout is run first (twice: rotated labels take height), so the cells are measured as drawn.
+    """
+    for _ in range(2):
+        _run_layout(_root_figure(ax))
+        width_in, height_in = _axes_inches(ax)
+        cell_w, cell_h = width_in / seq_k, height_in / seq_q
+        if xl is not None:
+            longest_in = max(map(_display_width, xl)) * 0.55 * x_font / 72.0  # a closer estimate than _width_in's
+            rotate = longest_in > 0.95 * cell_w
+            room = 1.2 * x_font / 72.0 if rotate else longest_in + 0.05
+            _set_thinned_ticks(ax, "x", xl, seq_k, max(1, int(np.ceil(room / cell_w))), rotate=rotate)
+            ax.tick_params(axis="x", which="major", labelsize=x_font)
+        if yl is not None:
+            step = max(1, int(np.ceil(1.2 * y_font / 72.0 / cell_h)))  # a line of text: 1.2 × its size
+            _set_thinned_ticks(ax, "y", yl, seq_q, step)
+            ax.tick_params(axis="y", which="major", labelsize=y_font)
 
 
 def _width_in(text: str, size: float) -> float:
@@ -312,17 +355,20 @@ def plot_attention(
             ``(batch, heads, seq_q, seq_k)`` tensor with one batch and one head is fine.
         x_labels: ``seq_k`` key labels (e.g. source tokens), drawn under the columns; rotated 90°
             when they are wider than a cell. None: integer positions.
-        y_labels: ``seq_q`` query labels (e.g. target tokens), drawn beside the rows.
-        title: axes title.
+        y_labels: ``seq_q`` query labels (e.g. target tokens), drawn beside the rows. Tick labels are at least
+            9 pt; where the cells are narrower than a line of text, every k-th token is labelled.
+        title: axes title, wrapped onto more lines where it is wider than the figure.
         ax: existing matplotlib Axes to draw into; its figure is returned.
         cmap: colormap name.
-        annotate: write each weight (``"{:.2f}"``) in its cell. None: only when the matrix is at
-            most 8×8.
+        annotate: write each weight (``"{:.2f}"``) in its cell, at 10 pt or 9 pt. None: only when the matrix is
+            at most 8×8. Cells too small for a 9-pt number get none, even with ``annotate=True``: the values are
+            dropped rather than printed too small to read.
         vmin, vmax: colour limits; ``vmax=None`` uses the largest weight. Use ``vmin=None`` for raw
             scores that can be negative.
         colorbar: add a colorbar.
         figsize: ``(width, height)`` in inches of a new figure; None picks one from the matrix
-            size. Ignored when ``ax`` is given.
+            size. A width over 6.6 in is narrowed to 6.6 (a page's column, where every text is shown at its size).
+            Ignored when ``ax`` is given.
         xlabel, ylabel: axis titles.
 
     Returns:
@@ -342,49 +388,61 @@ def plot_attention(
     if annotate is None:
         annotate = seq_q <= _ANNOTATE_MAX and seq_k <= _ANNOTATE_MAX
 
-    x_font = _tick_fontsize(seq_k)
-    y_font = _tick_fontsize(seq_q)
     base_font = float(rcParams["font.size"])
+    x_font = _tick_fontsize(seq_k) or base_font
+    y_font = _tick_fontsize(seq_q) or base_font
+    title_font = 1.2 * base_font  # matplotlib's "large"
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=_GLYPH_WARNING, category=UserWarning)
         if ax is None:
             if figsize is None:
-                cell = _cell_inches(max(seq_q, seq_k))
-                rotate_guess = _should_rotate(xl, cell, x_font or base_font)
-                width = seq_k * cell + _label_pad_in(yl, y_font or base_font) + (1.6 if colorbar else 0.8)
+                beside = _label_pad_in(yl, y_font) + (1.6 if colorbar else 0.8)
+                cell = min(_cell_inches(max(seq_q, seq_k)), max(0.08, (_MAX_WIDTH_IN - beside) / seq_k))
+                rotate_guess = _should_rotate(xl, cell, x_font)
+                width = seq_k * cell + beside
                 height = seq_q * cell + 0.9 + (0.35 if title else 0.0)
                 if rotate_guess:
-                    height += _label_pad_in(xl, x_font or base_font)
-                figsize = (float(np.clip(width, 3.0, 7.0)), float(np.clip(height, 2.4, 6.0)))
+                    height += _label_pad_in(xl, x_font)
+                figsize = (float(np.clip(width, 3.0, _MAX_WIDTH_IN)), float(np.clip(height, 2.4, 6.0)))
+            else:  # no wider than the page's column, where it would be scaled down with its text
+                figsize = (min(float(figsize[0]), _MAX_WIDTH_IN), float(figsize[1]))
             fig = Figure(figsize=figsize, layout="constrained")
             ax = fig.add_subplot()
+            title_in = fig.get_figwidth() - 0.3
         else:
             fig = _root_figure(ax)
+            title_in = float("inf")  # the caller's figure: its layout is the caller's
 
         im = ax.imshow(w, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest")
-        ax_width_in = ax.get_position().width * fig.get_figwidth()
-        rotate = _should_rotate(xl, ax_width_in / seq_k, x_font or base_font)
-        _set_ticks(ax, "x", xl, seq_k, rotate=rotate, fontsize=x_font)
-        _set_ticks(ax, "y", yl, seq_q, fontsize=y_font)
+        _set_ticks(ax, "x", xl, seq_k, rotate=_should_rotate(xl, _axes_inches(ax)[0] / seq_k, x_font))
+        _set_ticks(ax, "y", yl, seq_q)
         if xlabel:
             ax.set_xlabel(xlabel)
         if ylabel:
             ax.set_ylabel(ylabel)
         if title:
-            ax.set_title(title)
-
-        if annotate:
-            cmap_obj = im.get_cmap()
-            size = 8 if max(seq_q, seq_k) <= 6 else 7
-            for i in range(seq_q):
-                for j in range(seq_k):
-                    value = w[i, j]
-                    if not np.isfinite(value):
-                        continue
-                    colour = _text_colour(cmap_obj(im.norm(value)))
-                    ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=size, color=colour)
+            ax.set_title(_wrap(title, title_in, title_font))
         if colorbar:
             fig.colorbar(im, ax=ax, fraction=0.05, pad=0.03)
+        _fit_heatmap_ticks(ax, xl, yl, seq_k, seq_q, x_font, y_font)
+
+        if annotate:
+            # A value at _FONT, or _MIN_PT where that does not fit its cell; none where not even that fits.
+            values = [f"{v:.2f}" for v in w[np.isfinite(w)]]
+            cell_w, cell_h = (side / n for side, n in zip(_axes_inches(ax), (seq_k, seq_q)))
+            widest = max(values, key=_display_width, default="")
+            size = next(
+                (f for f in (_FONT, _MIN_PT) if _width_in(widest, f) <= cell_w and 1.2 * f / 72.0 <= cell_h), None
+            )
+            if size is not None:
+                cmap_obj = im.get_cmap()
+                for i in range(seq_q):
+                    for j in range(seq_k):
+                        value = w[i, j]
+                        if not np.isfinite(value):
+                            continue
+                        colour = _text_colour(cmap_obj(im.norm(value)))
+                        ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=size, color=colour)
     return fig
 
 
@@ -861,8 +919,9 @@ def plot_mask(
             the key (column); 0/1 integers are accepted. Leading size-1 axes are dropped, so a
             ``(1, 1, seq_q, seq_k)`` broadcast mask is fine.
         labels: ``seq_k`` token labels for the key axis (x); also used for the query axis (y)
-            when the mask is square (self-attention).
-        title: axes title.
+            when the mask is square (self-attention). At least 9 pt; where the cells are narrower than a line
+            of text, every k-th token is labelled.
+        title: axes title, wrapped where it is wider than the figure (at most 6.6 in, a page's column).
 
     Returns:
         The Figure: ``fig.axes[0].images[0]`` holds the mask as 0/1 integers; the legend
@@ -893,14 +952,19 @@ def plot_mask(
     xl = _check_labels(labels, seq_k, "labels", "key axis (x, mask.shape[-1])")
     yl = xl if seq_q == seq_k else None
 
-    cell = _cell_inches(max(seq_q, seq_k))
-    x_font = _tick_fontsize(seq_k)
     base_font = float(rcParams["font.size"])
-    rotate = _should_rotate(xl, cell, x_font or base_font)
-    width = seq_k * cell + _label_pad_in(yl, base_font) + 2.0
-    height = seq_q * cell + 0.9 + (_label_pad_in(xl, base_font) if rotate else 0.0)
+    x_font = _tick_fontsize(seq_k) or base_font
+    y_font = _tick_fontsize(seq_q) or base_font
+    cell = _cell_inches(max(seq_q, seq_k))
+    rotate = _should_rotate(xl, cell, x_font)
+    legend_in = _width_in("True: may attend", _MIN_PT) + 0.5
+    beside = _label_pad_in(yl, y_font) + 0.6 + legend_in
+    cell = min(cell, max(0.08, (_MAX_WIDTH_IN - beside) / seq_k))  # square cells in a figure the column's width
+    width = seq_k * cell + beside
+    height = seq_q * cell + 0.9 + (_label_pad_in(xl, x_font) if rotate else 0.0)
     height += 0.3 if title else 0.0
-    figsize = (float(np.clip(width, 3.5, 8.0)), float(np.clip(height, 2.2, 6.5)))
+    # No wider than the page's column (6.6 in), where it would be scaled down with its text.
+    figsize = (float(np.clip(width, 3.5, _MAX_WIDTH_IN)), float(np.clip(height, 2.2, 6.5)))
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=_GLYPH_WARNING, category=UserWarning)
@@ -908,8 +972,8 @@ def plot_mask(
         ax = fig.add_subplot()
         colours = ListedColormap(["#d9d9d9", "#2c7fb8"])  # False: grey, True: blue
         ax.imshow(m.astype(int), cmap=colours, vmin=0, vmax=1, aspect="auto", interpolation="nearest")
-        _set_ticks(ax, "x", xl, seq_k, rotate=rotate, fontsize=x_font)
-        _set_ticks(ax, "y", yl, seq_q, fontsize=_tick_fontsize(seq_q))
+        _set_ticks(ax, "x", xl, seq_k, rotate=rotate)
+        _set_ticks(ax, "y", yl, seq_q)
         # white lines between cells
         ax.set_xticks(np.arange(-0.5, seq_k, 1.0), minor=True)
         ax.set_yticks(np.arange(-0.5, seq_q, 1.0), minor=True)
@@ -918,14 +982,15 @@ def plot_mask(
         ax.set_xlabel("key (attended to)")
         ax.set_ylabel("query")
         if title:
-            ax.set_title(title)
+            ax.set_title(_wrap(title, figsize[0] - legend_in, 1.2 * base_font))
         ax.legend(
             handles=[Patch(color="#2c7fb8", label="True: may attend"), Patch(color="#d9d9d9", label="False: masked")],
             loc="upper left",
             bbox_to_anchor=(1.02, 1.0),
             frameon=False,
-            fontsize=8,
+            fontsize=_MIN_PT,
         )
+        _fit_heatmap_ticks(ax, xl, yl, seq_k, seq_q, x_font, y_font)
     return fig
 
 
@@ -948,9 +1013,13 @@ def plot_distributions(
         labels: ``k`` outcome labels drawn under the groups (e.g. tokens). None: ``0 .. k-1``.
         title: axes title.
         xlabel, ylabel: axis titles.
-        annotate: write each value (``"{:.2f}"``) above its bar. None: only when there are at most
-            16 bars in all.
-        figsize: ``(width, height)`` in inches; default grows with ``k``, from ``(5, 3.2)``.
+        annotate: write each value (``"{:.2f}"``, 9 pt) above its bar. None: only when there are at most
+            16 bars in all. Bars too narrow for a 9-pt number get none, even with ``annotate=True``: the values
+            are dropped rather than printed too small to read.
+        figsize: ``(width, height)`` in inches; default grows with ``k``, from ``(5, 3.2)``, to at most 6.6 in
+            wide (a page's column, where every text is shown at its size; a wider ``figsize`` is narrowed to it).
+            Outcome labels wider than their group are turned 90°; the title wraps where it is wider than the
+            figure.
 
     Returns:
         The Figure: ``fig.axes[0].containers[i]`` holds the ``k`` bars of the i-th distribution, so
@@ -985,14 +1054,18 @@ def plot_distributions(
     group = 0.8  # width of one group of n bars
     width = group / n
     xs = np.arange(k)
+    # Legend right of the axes at 9 pt; the figure at most 6.6 in wide, so that a page shows it at full size.
+    legend_in = max(_width_in(name, _MIN_PT) for name, _ in data) + 0.6 if n > 1 else 0.0
+    fig_w = max(5.0, min(_MAX_WIDTH_IN, 1.2 + 0.35 * n * k + legend_in))
+    fig_w, fig_h = (min(float(figsize[0]), _MAX_WIDTH_IN), float(figsize[1])) if figsize else (fig_w, 3.2)
+    base_font = float(rcParams["font.size"])
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=_GLYPH_WARNING, category=UserWarning)
-        fig = Figure(figsize=figsize or (max(5.0, min(10.0, 1.2 + 0.35 * n * k)), 3.2), layout="constrained")
+        fig = Figure(figsize=(fig_w, fig_h), layout="constrained")
         ax = fig.add_subplot()
-        for i, (name, p) in enumerate(data):
-            bars = ax.bar(xs - group / 2 + (i + 0.5) * width, p, width=width, label=name)
-            if annotate:
-                ax.bar_label(bars, labels=[f"{v:.2f}" for v in p], fontsize=7, padding=1)
+        containers = [
+            ax.bar(xs - group / 2 + (i + 0.5) * width, p, width=width, label=name) for i, (name, p) in enumerate(data)
+        ]
         ax.set_xticks(xs)
         if xl is not None:
             texts = ax.set_xticklabels(xl)
@@ -1005,10 +1078,26 @@ def plot_distributions(
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         if title:
-            ax.set_title(title)
+            ax.set_title(_wrap(title, fig_w - 0.3, 1.2 * base_font))
         ax.grid(True, axis="y", alpha=0.3)
         if n > 1:  # outside the axes, where it cannot hide a bar of height 1
-            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=_MIN_PT)
+        # Measure the drawn axes: outcome labels wider than a group turn 90°; values are written above the bars
+        # at 9 pt where a bar is wide enough for one, and not at all where it is not.
+        _run_layout(fig)
+        group_in = _axes_inches(ax)[0] / (ax.get_xlim()[1] - ax.get_xlim()[0])
+        longest_in = max(map(_display_width, xl)) * 0.55 * base_font / 72.0 if xl is not None else 0.0
+        if longest_in > group_in:
+            for text in ax.get_xticklabels():
+                text.set_rotation(90)
+            if figsize is None:  # the bars keep their height above the turned labels
+                fig.set_figheight(fig_h + min(1.2, longest_in))
+        if annotate:
+            values = [[f"{v:.2f}" for v in p] for _, p in data]
+            widest = max((v for row in values for v in row), key=_display_width)
+            if _width_in(widest, _MIN_PT) <= 1.1 * group_in * width:
+                for bars, labels_i in zip(containers, values):
+                    ax.bar_label(bars, labels=labels_i, fontsize=_MIN_PT, padding=1)
     return fig
 
 

@@ -55,6 +55,38 @@ FIGURES = {
     "grid 1 × 8 heads": lambda: plots.plot_attention_grid(
         np.random.default_rng(1).random((8, 10, 10)), col_titles=[f"m = 1/{2**i}" for i in range(8)], row_titles=[""]
     ),
+    # The decoding chapter's filters (3 × 12 bars, was 10 in wide) and the preliminaries' temperatures (annotated).
+    "distributions 3 × 12": lambda: plots.plot_distributions(
+        {
+            n: np.random.default_rng(i).dirichlet(np.ones(12))
+            for i, n in enumerate(["softmax (T = 1)", "top-k", "top-p"])
+        },
+        TGT,
+        xlabel="next token",
+        title="P(next token | 'A man in a blue shirt is standing') and what the filters keep",
+    ),
+    "distributions 4 × 3, annotated": lambda: plots.plot_distributions(
+        {f"T = {t}": np.random.default_rng(0).dirichlet(np.ones(3)) for t in (0.1, 0.25, 1, 4)},
+        ["z = 0.5", "z = 0.8", "z = 0.6"],
+    ),
+    "mask 16 × 16 with labels": lambda: plots.plot_mask(np.tri(16, dtype=bool), TGT + SRC[:4], title="GPT: causal"),
+    "mask 32 × 32": lambda: plots.plot_mask(np.random.default_rng(0).random((32, 32)) < 0.3, title="LSH attention"),
+    "attention 6 × 12 annotated, 9 in asked": lambda: plots.plot_attention(
+        np.random.default_rng(0).uniform(0.3, 0.7, (6, 12)), annotate=True, figsize=(9, 4.2), title="x" * 90
+    ),
+    "attention 24 × 4 annotated": lambda: plots.plot_attention(
+        np.random.default_rng(0).dirichlet(np.ones(4), size=24),
+        ["previous token", "same token", "next token", "final </s>"],
+        [f"layer {i // 8}, head {i % 8}" for i in range(24)],
+        annotate=True,
+        figsize=(6.5, 5.5),
+    ),
+    "attention 22 × 22 sub-words": lambda: plots.plot_attention(
+        np.random.default_rng(0).dirichlet(np.ones(22), size=22), (SRC * 2)[:22], (TGT * 2)[:22]
+    ),
+    "attention 40 × 40 sub-words": lambda: plots.plot_attention(
+        np.random.default_rng(0).dirichlet(np.ones(40), size=40), (SRC * 4)[:40], (TGT * 4)[:40], annotate=True
+    ),
     "curves with long names": lambda: plots.plot_curves(
         {
             "the live model: warm-up 400, peak 0.001": ([1, 2, 3], [1, 2, 3]),
@@ -125,3 +157,20 @@ def test_slider_frames_are_described_by_their_figure():
     assert data["alts"] == alts
     bare = plots.figure_slider(view, [0.5, 2.0], name="T").frame_alts()
     assert bare[1].startswith("Bar chart 'P(next token) at T = 2.0'") and len(bare[1].split()) >= 8
+
+
+def test_values_too_small_for_9pt_are_dropped_not_shrunk():
+    """Annotations are written at 9 pt or more where they fit, and left out (even when asked for) where not."""
+    kept = FIGURES["attention 24 × 4 annotated"]()
+    assert len(kept.axes[0].texts) == 96 and min(t.get_fontsize() for t in kept.axes[0].texts) >= 9
+    assert len(FIGURES["attention 40 × 40 sub-words"]().axes[0].texts) == 0
+    bars = FIGURES["distributions 4 × 3, annotated"]().axes[0]
+    assert len(bars.texts) == 12 and min(t.get_fontsize() for t in bars.texts) >= 9
+    narrow = plots.plot_distributions({"a": np.full(40, 0.025), "b": np.full(40, 0.025)}, annotate=True)
+    assert len(narrow.axes[0].texts) == 0
+
+
+def test_long_token_axes_label_every_kth_token_at_9pt():
+    fig = FIGURES["attention 40 × 40 sub-words"]()
+    ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert 1 < len(ticks) < 40 and ticks[0] == TGT[0]
