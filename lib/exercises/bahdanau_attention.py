@@ -8,9 +8,7 @@ set, teacher-forced, with the same replacement of ``lib.seq2seq.attend`` that th
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Iterator
 from typing import Any
 from unittest import mock
 
@@ -23,6 +21,7 @@ from ..experiments import reversal_experiment, sequence_task
 from ..seq2seq import AdditiveScore, Seq2Seq, attend
 from ..special_tokens import BOS_ID, EOS_ID
 from .core import as_array, as_number, call_answer, checker_setup, diagnose, exercise, fmt, require_callable
+from .core import one_thread as _one_thread
 
 # This module only registers checkers (with @exercise, on import): it has no public names.
 __all__: list[str] = []
@@ -298,17 +297,6 @@ _SETUP_FIX = (
     "the chapter's reversal models are trained once (one to two minutes) and kept in the user cache folder; run "
     "the chapter's §3 from the top, then check again"
 )
-
-
-@contextlib.contextmanager
-def _one_thread() -> Iterator[None]:
-    """Run the block on one torch thread (small step-by-step decoding: fastest, and not slowed by a busy CPU)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 @functools.cache

@@ -46,6 +46,7 @@ from .core import (
     observed,
     require_callable,
 )
+from .core import one_thread as _one_thread
 
 # This module only registers checkers (with @exercise, on import): it has no public names.
 __all__: list[str] = []
@@ -148,21 +149,6 @@ _GREEDY_SENTENCES = [  # (German source, max_len): two ordinary captions, then o
     ("Ein Mann repariert das Fahrrad eines kleinen Mädchens.", 30),
     ("Eine Frau in einem roten Kleid singt auf einer Bühne.", 3),
 ]
-
-
-@contextlib.contextmanager
-def _one_thread():
-    """Run torch on one thread while checking, then restore the reader's setting.
-
-    The shipped model's matrices are small: a second thread gains little, and on a busy CPU threads that wait
-    for each other make every decoding step up to 100 times slower.
-    """
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 @functools.lru_cache(maxsize=1)

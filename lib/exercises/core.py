@@ -46,6 +46,7 @@ __all__ = [
     "as_number",
     "require_callable",
     "diagnose",
+    "one_thread",
 ]
 
 Checker = Callable[[Any], "str | None"]
@@ -492,3 +493,21 @@ def diagnose(got: np.ndarray, variants: dict[str, np.ndarray], atol: float) -> s
         if wrong.shape == got.shape and np.allclose(got, wrong, atol=atol, rtol=0.0):
             return f" It looks like {mistake}."
     return ""
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Run the block on one torch thread, then restore the reader's setting.
+
+    Checkers that run small models step by step use it: a second thread gains little there, and on a busy CPU
+    threads that wait for each other make each step many times slower.
+
+    Returns:
+        A context manager: inside it torch uses one thread; on leaving, the earlier number again.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)

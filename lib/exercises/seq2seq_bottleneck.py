@@ -10,10 +10,9 @@ with the same change to the encoder states that the reader makes.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -24,6 +23,7 @@ from ..experiments import reversal_experiment, sequence_task
 from ..seq2seq import Seq2Seq
 from ..special_tokens import BOS_ID, EOS_ID
 from .core import as_array, as_number, call_answer, checker_setup, exercise, fmt, require_callable
+from .core import one_thread as _one_thread
 
 # This module only registers checkers (with @exercise, on import): it has no public names.
 __all__: list[str] = []
@@ -246,17 +246,6 @@ _SETUP_FIX = (
     "the chapter's reversal model is trained once (about a minute) and kept in the user cache folder; run the "
     "chapter's §1 from the top, then check again"
 )
-
-
-@contextlib.contextmanager
-def _one_thread() -> Iterator[None]:
-    """Run the block on one torch thread (small step-by-step decoding: fastest, and not slowed by a busy CPU)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 @functools.cache

@@ -14,7 +14,7 @@ from ..attention import causal_mask
 from ..special_tokens import BOS_ID, EOS_ID, PAD_ID
 from ..training import noam_lr
 from ..transformer import Transformer, TransformerConfig
-from .core import as_array, as_number, call_answer, checker_setup, diagnose, exercise, fmt, require_callable
+from .core import as_array, as_number, call_answer, checker_setup, diagnose, exercise, fmt, one_thread, require_callable
 
 # This module only registers checkers (with @exercise, on import): it has no public names.
 __all__: list[str] = []
@@ -262,12 +262,8 @@ def _no_mask_forward(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor
 def _copy_run(masked: bool, steps: int = 200, seed: int = 0) -> dict[str, float]:
     """Train tiny on the noisy copy task, with or without the causal mask: {"loss", "greedy"} (one torch thread,
     as the chapter's ``copy_task_run``: the same numbers, and no threads waiting for each other on a busy CPU)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_thread():
         return _copy_run_one_thread(masked, steps, seed)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _copy_run_one_thread(masked: bool, steps: int, seed: int) -> dict[str, float]:
