@@ -1196,7 +1196,7 @@ def plot_bert_input(
 
     Rows: the tokens ([CLS] sentence A [SEP] sentence B [SEP]); the token embedding E_tok[id] (the id written);
     the segment embedding E_A or E_B (segment 0 or 1, the two told apart by colour and letter); the position
-    embedding E_pos[p]; their sum, the input of the first layer.
+    embedding E_pos[p]; their sum x_j, the input of the first layer.
 
     Args:
         tokens: the tokens (2 to 12), as ``lib.bert.pack_pair`` lays them out.
@@ -1239,7 +1239,7 @@ def plot_bert_input(
         seg_fc = _TINT["blue"] if segs[j] == 0 else _TINT["orange"]
         _box(ax, x, rows[2][1], bw, 0.42, "AB"[segs[j]], seg_fc, size, weight="bold")
         _box(ax, x, rows[3][1], bw, 0.42, str(j), _TINT["purple"], size)
-        _box(ax, x, rows[4][1], bw, 0.42, "", _TINT["white"], lw=1.4)
+        _box(ax, x, rows[4][1], bw, 0.42, f"$x_{{{j}}}$", _TINT["white"], size, lw=1.4)
         _arrow(ax, (x, rows[3][1] - 0.21), (x, rows[4][1] + 0.21))
     return fig
 

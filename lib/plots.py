@@ -51,6 +51,13 @@ __all__ = [
     "NOTEBOOK_DPI",
 ]
 
+#: The content column of a page of the website, in CSS pixels, on a desktop (an image wider than this is scaled down).
+PAGE_COLUMN_PX = 688
+#: The resolution at which a notebook shows a figure (matplotlib's default ``figure.dpi``, which the inline backend
+#: keeps), and so the width in pixels of the PNG the website shows.
+NOTEBOOK_DPI = 100
+
+
 # Cells up to this size get their value written in them when ``annotate=None``.
 _ANNOTATE_MAX = 8
 # Legibility (issue 31): no text under _MIN_PT, and new figures at most _MAX_WIDTH_IN wide, so that a notebook's PNG
@@ -1191,7 +1198,7 @@ def figure_slider(
     index: int = 0,
     fmt: Any = str,
     alt: str | None = None,
-    dpi: int = 80,
+    dpi: int = NOTEBOOK_DPI,
 ) -> FigureSlider:
     """Draw ``view(value)`` for each value and return a slider over the figures (no kernel needed).
 
@@ -1203,7 +1210,7 @@ def figure_slider(
         view: a function ``view(value) -> matplotlib.figure.Figure`` (a figure from ``lib.plots`` or
             any Figure/pyplot figure). It is called once per value, in order.
         values: the ``n >= 2`` values to draw, in slider order (keep ``n`` small: every frame is a PNG
-            embedded in the page, typically 20–60 kB each).
+            embedded in the page, typically 15–60 kB each).
         name: what the slider sets, e.g. ``"T"`` or ``"head"``.
         index: the position in ``values`` shown first.
         fmt: ``fmt(value) -> str``, the label shown for a value (default ``str``).
@@ -1211,7 +1218,8 @@ def figure_slider(
             ``"Cross-attention of the last decoder layer, head {value}"``); the description of the frame's figure
             (:func:`describe_figure`: titles, axes, legend) and the slider's setting follow it. None: the
             description and the setting alone.
-        dpi: resolution of the PNG frames, in dots per inch.
+        dpi: resolution of the PNG frames, in dots per inch: the notebook's (:data:`NOTEBOOK_DPI`), so that a
+            frame's 9-pt labels are 9 pt on the page, as every other figure's are.
 
     Returns:
         A :class:`FigureSlider`; a notebook displays it when a cell ends with it.
@@ -1352,12 +1360,6 @@ def _close_if_pyplot(fig: Any) -> None:
 # Legibility: how large a figure's text is where the reader sees it
 # --------------------------------------------------------------------------------------------
 
-#: The content column of a page of the website, in CSS pixels, on a desktop (an image wider than this is scaled down).
-PAGE_COLUMN_PX = 688
-#: The resolution at which a notebook shows a figure (matplotlib's default ``figure.dpi``, which the inline backend
-#: keeps), and so the width in pixels of the PNG the website shows.
-NOTEBOOK_DPI = 100
-
 
 def drawn_text_sizes(fig: Any, *, dpi: float = NOTEBOOK_DPI) -> tuple[list[tuple[float, str]], float]:
     """Every piece of text a figure draws, with its font size, and the width of the PNG a notebook shows.
@@ -1408,9 +1410,11 @@ def drawn_text_sizes(fig: Any, *, dpi: float = NOTEBOOK_DPI) -> tuple[list[tuple
 def smallest_text_pt(fig: Any, *, dpi: float = NOTEBOOK_DPI, column_px: float = PAGE_COLUMN_PX) -> float:
     """The smallest text of a figure, in points, as a reader sees it on a page ``column_px`` pixels wide.
 
-    A figure whose PNG (``width in inches × dpi`` pixels) is wider than the column is scaled down to fit it, and its
-    text with it: a 7 pt label of a 2,191-px figure is ``7 × 688 / 2191 ≈ 2.2`` pt on a 688-px page. A narrower
-    figure is shown at its own size. The book asks for at least 9 pt at the desktop column (688 px).
+    A page shows one PNG pixel per CSS pixel, so a point is ``dpi / 72`` pixels at the notebook's :data:`NOTEBOOK_DPI`
+    (100) and fewer at a lower ``dpi``: a 9-pt label of a PNG saved at 80 dpi reads as 7.2 pt. A figure whose PNG
+    (``width in inches × dpi`` pixels) is wider than the column is scaled down to fit it, and its text with it: a 7 pt
+    label of a 2,191-px figure is ``7 × 688 / 2191 ≈ 2.2`` pt on a 688-px page. The book asks for at least 9 pt at
+    the desktop column (688 px).
 
     Args:
         fig: a matplotlib Figure.
@@ -1419,9 +1423,10 @@ def smallest_text_pt(fig: Any, *, dpi: float = NOTEBOOK_DPI, column_px: float = 
         column_px: the width of the page's column in pixels (:data:`PAGE_COLUMN_PX`; about 358 on a 390-px phone).
 
     Returns:
-        ``min(font sizes) × min(1, column_px / png_width)``, in points; ``inf`` for a figure without text.
+        ``min(font sizes) × dpi / NOTEBOOK_DPI × min(1, column_px / png_width)``, in points; ``inf`` for a figure
+        without text.
     """
     sizes, width_px = drawn_text_sizes(fig, dpi=dpi)
     if not sizes:
         return float("inf")
-    return min(size for size, _ in sizes) * min(1.0, column_px / width_px)
+    return min(size for size, _ in sizes) * dpi / NOTEBOOK_DPI * min(1.0, column_px / width_px)

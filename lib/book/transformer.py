@@ -43,6 +43,7 @@ __all__ = [
     "sentence_walk",
     "walk_figure",
     "WALK_ALT",
+    "WALK_WIDTH_IN",
     "copy_batch",
     "copy_task_run",
 ]
@@ -489,6 +490,10 @@ def sentence_walk(run, pair: tuple[str, str], prefix: int = 3, layer: int = 0, t
     return stages
 
 
+#: The walk's frames are drawn for the page's column: 6.7 in at the slider's 100 dpi is under its 688 px, so a 9-pt
+#: label is 9 pt there; a tap shows a frame at this size on a phone.
+WALK_WIDTH_IN = 6.7
+
 #: The alt text of the walk's slider frames (``{value}`` is the frame's label: its number and caption).
 WALK_ALT = (
     "The one-sentence walk through the shipped model, stage {value}. Drawn as a heat strip (rows: tokens or heads; "
@@ -507,7 +512,7 @@ def walk_figure(stages: Sequence[WalkStage], index: int) -> Figure:
         A figure titled ``"<index + 1>/<n> <name>: shape <shape>"``, the stage's note under it.
     """
     s = stages[index]
-    fig = Figure(figsize=(8.5, 3.0), layout="constrained")
+    fig = Figure(figsize=(WALK_WIDTH_IN, 3.2), layout="constrained")  # the page's column
     ax = fig.subplots()
     if s.values.ndim == 1:  # the softmax: bars of probability
         bars = ax.bar(range(len(s.rows)), s.values, color="#440154")
@@ -528,7 +533,7 @@ def walk_figure(stages: Sequence[WalkStage], index: int) -> Figure:
         )
         ax.set_yticks(range(len(s.rows)), s.rows, fontsize=10)
         if weights:
-            ax.set_xticks(range(len(s.columns)), s.columns, fontsize=10)
+            ax.set_xticks(range(len(s.columns)), s.columns, fontsize=9)  # 10 source tokens side by side
         else:
             ax.set_xlabel("feature (0 … d_model − 1)")
         fig.colorbar(im, ax=ax, fraction=0.04, pad=0.01)

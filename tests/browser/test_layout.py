@@ -6,6 +6,9 @@
 - Code cells at 1,280 px: no code cell's code or printed output is wider than its box (long lines wrap inside it).
 - A 390-px touch phone: no page is wider than the screen (inline code wraps, tables scroll inside their own box),
   and the Transformer chapter's "Block in the picture / lib code" table has no tall, nearly empty rows.
+- Figures at their own size (``_theme/book.js``): every figure the page shows narrower than its own size (on a phone,
+  the schematics, the grids, the walk's frames) is marked zoomable, and a tap shows it at its own size, where its
+  text is at least 9 pt (tests/unit/test_plots_legibility.py, test_diagrams.py), in a box that scrolls sideways.
 - Weight: every chapter page is at most ``tools/site_weight.LIMIT_BYTES`` (1.5 MB) before its figures on a cold
   load, as a gzip-compressing server sends it; the table of every page, raw and gzipped, is printed by
   ``python tools/site_weight.py``.
@@ -63,6 +66,18 @@ ICONS_JS = """() => [...document.querySelectorAll("i[class*='fa-']")].map(i => {
 }).filter(i => !/Font Awesome/.test(i.font) || i.content === "none" || i.content === "normal")"""
 
 
+# Every figure of a page: its own width, the width the page shows it at, and whether book.js marked it zoomable.
+FIGURES_JS = """() => [...document.querySelectorAll('.bd-article .cell_output img, .bd-article figure img')]
+  .map(img => ({alt: img.alt.slice(0, 60), natural: img.naturalWidth, shown: img.getBoundingClientRect().width,
+                zoomable: img.parentElement.classList.contains('figure-zoomable')}))"""
+
+# One figure's state: its width on the page, its own width, and the width of its box and of what the box holds.
+FIGURE_JS = """img => ({natural: img.naturalWidth, shown: img.getBoundingClientRect().width,
+  box: img.parentElement.clientWidth, content: img.parentElement.scrollWidth,
+  zoomable: img.parentElement.classList.contains('figure-zoomable'),
+  zoomed: img.parentElement.classList.contains('figure-zoomed')})"""
+
+
 def _shot(path: str, suffix: str) -> str:
     return str(SCREENSHOTS / f"layout_{re.sub(r'[^A-Za-z0-9_.-]', '_', path.removesuffix('.html'))}_{suffix}.png")
 
@@ -100,6 +115,44 @@ def test_no_page_is_wider_than_a_phone(visit, path):
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=_shot(path, "phone"))
     assert width <= 390, f"{path}: the page is {width} px wide on a 390-px phone: {page.evaluate(WIDE_JS)}"
+    figures = page.evaluate(FIGURES_JS)
+    unloaded = [f["alt"] for f in figures if not f["natural"]]
+    assert not unloaded, f"{path}: figures that did not load: {unloaded[:3]}"
+    wrong = [f for f in figures if f["zoomable"] != (f["shown"] < f["natural"] - 1)]
+    assert not wrong, f"{path}: figures shown narrower than their own size and not zoomable, or zoomable: {wrong[:3]}"
+
+
+def test_a_phone_reader_taps_a_figure_to_see_it_at_its_own_size(visit):
+    """The walk's frames and the schematics are drawn for the desktop column: text at least 9 pt there, about 4.5 pt
+    scaled to a phone. A tap (or Enter) shows one at its own size in a box that scrolls sideways, without widening
+    the page, and keeps it so while the walk's slider moves; a second tap fits it to the screen again."""
+    v = visit("chapters/transformer.html", **PHONE)
+    page = v.page
+    for name, selector in (("walk", ".figure-slider-image"), ("schematic", ".cell_output img[src$='.svg']")):
+        img = page.locator(f".bd-article {selector}").first
+        img.scroll_into_view_if_needed()
+        before = img.evaluate(FIGURE_JS)
+        assert before["zoomable"] and before["shown"] <= 358 < before["natural"], f"{name}: {before}"
+        img.tap()
+        after = img.evaluate(FIGURE_JS)
+        assert after["zoomed"] and abs(after["shown"] - before["natural"]) <= 1, f"{name} after a tap: {after}"
+        assert after["content"] > after["box"] and after["box"] <= 390, f"{name}: its box does not scroll: {after}"
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390, f"{name} widened the page"
+        img.screenshot(path=_shot(f"transformer_{name}_zoomed", "phone"))
+        if name == "walk":
+            page.evaluate(
+                """() => { const s = document.querySelector('.figure-slider-input');
+                           s.value = s.max; s.dispatchEvent(new Event('input')); }"""
+            )
+            moved = img.evaluate(FIGURE_JS)
+            assert moved["zoomed"] and moved["shown"] > 358, f"the walk's last frame is not at its own size: {moved}"
+        img.tap()
+        fitted = img.evaluate(FIGURE_JS)
+        assert not fitted["zoomed"] and fitted["shown"] <= 358, f"{name} after a second tap: {fitted}"
+        img.focus()
+        page.keyboard.press("Enter")
+        assert img.evaluate(FIGURE_JS)["zoomed"], f"{name}: Enter does not show it at its own size"
+        page.keyboard.press("Enter")
 
 
 def test_the_transformer_table_has_no_tall_empty_rows_on_a_phone(visit):

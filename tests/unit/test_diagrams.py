@@ -393,6 +393,7 @@ def test_bert_input_rows(diagrams):
     texts = _strings(diagrams["bert_input"])
     assert texts.count("A") == 6 and texts.count("B") == 5 and "10140" in texts and "[CLS]" in texts
     assert [str(p) for p in range(11)] == [t for t in texts if t.isdigit() and len(t) <= 2]
+    assert [f"$x_{{{j}}}$" for j in range(11)] == [t for t in texts if t.startswith("$x_")], "each sum is named x_j"
 
 
 def test_attention_patterns_count_pairs(diagrams):

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from lib import plots
+from lib.book.transformer import WalkStage, walk_figure
 from lib.diagrams import plot_transformer_diagram
 
 SRC = ["▁Ein", "▁Mann", "▁trinkt", "▁aus", "▁einem", "▁Wein", "glas", "▁während", "▁er", ".", "</s>"]
@@ -105,6 +106,54 @@ def test_smallest_text_is_at_least_9pt_at_the_page_width(name):
 def test_the_two_halves_of_the_diagram_are_shown_at_full_size_on_a_phone():
     for part in ("encoder", "decoder"):
         assert plots.smallest_text_pt(plot_transformer_diagram(part=part), column_px=390) >= 9.0
+
+
+def _walk() -> list[WalkStage]:
+    """Stages of the walk's three kinds, with the chapter's sizes: 10 tokens × 128 features, 4 heads over 10 tokens,
+    the 5 most likely next tokens."""
+    rng = np.random.default_rng(0)
+    vectors = WalkStage(
+        "encoder layer 2",
+        (1, 10, 128),
+        rng.standard_normal((10, 128)),
+        SRC[:10],
+        None,
+        "row ▁Ein: [+0.07, +1.23, +1.68, +0.87, …]; length of a row 22.2 to 52.7",
+        "",
+    )
+    weights = WalkStage(
+        "decoder layer 2: cross-attention over the memory",
+        (1, 4, 3, 10),
+        rng.dirichlet(np.ones(10), size=4),
+        [f"head {h}" for h in range(1, 5)],
+        SRC[:10],
+        "query ▁man: each head's weights over the 10 source tokens; largest on ▁Mann, ▁Mann, ▁trinkt",
+        "",
+    )
+    bars = WalkStage(
+        "output softmax after ▁man",
+        (1, 3, 8000),
+        np.array([0.44, 0.24, 0.21, 0.01, 0.0]),
+        TGT[2:7],
+        None,
+        "the next token after <s> ▁A ▁man: ▁is 0.44, …",
+        "",
+    )
+    return [vectors, weights, bars]  # fmt: skip
+
+
+@pytest.mark.parametrize("index", range(3))
+def test_the_walks_frames_are_9pt_at_the_page_width(index):
+    assert plots.smallest_text_pt(walk_figure(_walk(), index)) >= 9.0  # at the slider's 100 dpi
+
+
+def test_smallest_text_pt_counts_a_lower_dpi():
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(4, 2))
+    fig.text(0.5, 0.5, "nine", fontsize=9)
+    assert plots.smallest_text_pt(fig) == pytest.approx(9.0)
+    assert plots.smallest_text_pt(fig, dpi=80) == pytest.approx(7.2)  # 10 px where 100 dpi draws 12.5
 
 
 def test_smallest_text_pt_scales_a_wide_figure_to_the_column():

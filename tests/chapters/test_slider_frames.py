@@ -1,0 +1,55 @@
+"""Issue 31: the frames of every kernel-free slider (``lib.plots.figure_slider``) in the chapters' stored outputs are
+drawn like the chapters' other figures: PNGs at the notebook's 100 dpi that fit the page's 688-px column, so their
+9-pt labels are 9 pt on the page (at the 80 dpi sliders used before, 7.2 pt). The PNG header gives the width
+(bytes 16–20) and the pHYs chunk the dots per metre."""
+
+import base64
+import json
+import struct
+from pathlib import Path
+
+import pytest
+
+from lib.plots import NOTEBOOK_DPI, PAGE_COLUMN_PX
+
+from test_alt_text import NOTEBOOKS, SLIDER_DATA  # tests/chapters is on the path (no __init__.py)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def png_width_and_dpi(png: bytes) -> tuple[int, int]:
+    """A PNG's width in pixels and its resolution in dots per inch (rounded)."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    width = struct.unpack(">I", png[16:20])[0]
+    at = png.index(b"pHYs") + 4
+    return width, round(struct.unpack(">I", png[at : at + 4])[0] * 0.0254)
+
+
+def _sliders(notebook: str) -> list[dict]:
+    nb = json.loads((ROOT / f"{notebook}.ipynb").read_text(encoding="utf-8"))
+    html = ["".join(o.get("data", {}).get("text/html", "")) for c in nb["cells"] for o in c.get("outputs", [])]
+    return [json.loads(raw.replace("<\\/", "</")) for h in html for raw in SLIDER_DATA.findall(h)]
+
+
+def test_png_width_and_dpi_reads_what_matplotlib_wrote():
+    import io
+
+    from matplotlib.figure import Figure
+
+    buf = io.BytesIO()
+    Figure(figsize=(3, 1)).savefig(buf, format="png", dpi=80)
+    assert png_width_and_dpi(buf.getvalue()) == (240, 80)
+
+
+def test_the_chapters_have_sliders():
+    assert sum(len(_sliders(nb)) for nb in NOTEBOOKS) >= 12
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[Path(f).name for f in NOTEBOOKS])
+def test_slider_frames_are_drawn_at_the_notebooks_dpi_for_the_column(notebook):
+    for slider in _sliders(notebook):
+        for label, frame in zip(slider["labels"], slider["frames"]):
+            width, dpi = png_width_and_dpi(base64.b64decode(frame.split(",", 1)[1]))
+            assert dpi == NOTEBOOK_DPI and width <= PAGE_COLUMN_PX, (
+                f"{notebook}: the frame {label!r} is {width} px at {dpi} dpi: re-execute the chapter"
+            )
