@@ -142,6 +142,16 @@ def _walk() -> list[WalkStage]:
     return [vectors, weights, bars]  # fmt: skip
 
 
+def test_the_transformer_chapters_norm_axes_figure_is_9pt_at_the_page_width():
+    import torch
+
+    from lib.book.transformer import norm_axes_figure
+
+    is_pad = torch.tensor([[False] * 5, [False] * 3 + [True] * 2, [False] * 2 + [True] * 3])
+    fig = norm_axes_figure(torch.randn(3, 5, 4, generator=torch.Generator().manual_seed(0)), is_pad)
+    assert plots.smallest_text_pt(fig) >= 9.0
+
+
 @pytest.mark.parametrize("index", range(3))
 def test_the_walks_frames_are_9pt_at_the_page_width(index):
     assert plots.smallest_text_pt(walk_figure(_walk(), index)) >= 9.0  # at the slider's 100 dpi
