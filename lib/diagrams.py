@@ -490,7 +490,8 @@ def plot_encoder_decoder(
     """The RNN encoder–decoder: every source token feeds the encoder, whose last state C is all the decoder sees.
 
     Source tokens → encoder states h_1 … h_n → C → decoder states s_1 … s_m (each fed C and the previous target
-    token) → output tokens.
+    token) → output tokens. A bracket marks the path length: the first source token reaches the first output
+    through n recurrent steps and C, ``n + 1`` steps.
 
     Args:
         source_tokens: the source sentence, 1 to 7 tokens.
@@ -546,6 +547,11 @@ def plot_encoder_decoder(
             _arrow(ax, (xd[t - 1] + bw / 2, y_state), (x - bw / 2, y_state))
     _text(ax, (xs[0] + xs[-1]) / 2, 0.1, "encoder", _SMALL, color=_BLUE)
     _text(ax, (xd[0] + xd[-1]) / 2, 0.1, "decoder", _SMALL, color=_ORANGE_TEXT)
+    # the path length: the first source token reaches the first output through n recurrent steps and C
+    y_path = y_state + (bh + 0.1) / 2 + 0.12
+    x_end = xc - bw / 2  # C's left edge: the bus leaves C's top
+    _line(ax, [xs[0], xs[0], x_end, x_end], [y_path - 0.06, y_path, y_path, y_path - 0.06], _BLUE, lw=1.2)
+    _text(ax, xs[0] - bw / 2, y_path + 0.2, f"path {src[0]} → {tgt[0]}: {n + 1} steps", _SMALL, ha="left", color=_BLUE)
     note = "C: one vector for the whole sentence"
     if c is not None:
         note = f"C = {_vector(c)}  ({c.size} numbers)"

@@ -317,6 +317,13 @@ def test_qkv_step_writes_the_chapters_numbers(diagrams):
     assert np.allclose(heights / heights.sum(), a[0])
 
 
+def test_encoder_decoder_marks_the_path_length(diagrams):
+    # Zwei Hunde spielen . : Zwei passes h_1 → h_2 → h_3 → h_4 → C → s_1, five steps, before it can become Two
+    assert "path Zwei → Two: 5 steps" in _strings(diagrams["encoder_decoder"])
+    one = D.plot_encoder_decoder(["Hallo"], ["Hello", "!"])
+    assert "path Hallo → Hello: 2 steps" in _strings(one)
+
+
 def test_bahdanau_step_bars_and_numbers(diagrams):
     texts = _strings(diagrams["bahdanau_step"])
     for value in ("0.62", "0.05", "1.33", "-1.90"):
