@@ -6,6 +6,7 @@ The decoders themselves are ``lib.decode``'s, which the chapter shows; here is w
 from __future__ import annotations
 
 import statistics
+import textwrap
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -127,10 +128,10 @@ def nucleus_figure(tokens: Sequence[str], kept: Mapping[str, Sequence[int]], tit
         xlabel="the prefix ends with this token; the filter acts on the next",
         ylabel="tokens kept (log scale)",
         logy=True,
-        title=title,
-        figsize=(7, 3.2),
+        figsize=(6.6, 3.4),  # the page's column: its 9-pt labels stay 9 pt
     )
     ax = fig.axes[0]
+    ax.set_title("\n".join(textwrap.wrap(title, 64)))  # a quoted sentence: two lines rather than a wider figure
     ax.set_xticks(positions, tokens, rotation=45, ha="right")
     ax.set_ylim(0.7, 3e4)  # room above the curves for the legend
     ax.legend(frameon=False, ncols=len(kept), loc="upper center")

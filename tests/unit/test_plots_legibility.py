@@ -152,6 +152,16 @@ def test_the_transformer_chapters_norm_axes_figure_is_9pt_at_the_page_width():
     assert plots.smallest_text_pt(fig) >= 9.0
 
 
+def test_the_decoding_chapters_nucleus_figure_is_9pt_at_the_page_width():
+    from lib.book.decoding import nucleus_figure
+
+    caption = "A group of people are standing in front of a building."  # the chapter's: its title quotes it
+    tokens = ["<s>", *(f"▁{w}" for w in caption[:-1].split()), "."]
+    kept = {"top-p, p = 0.9": list(range(1, len(tokens) + 1)), "top-k, k = 50": [50] * len(tokens)}
+    fig = nucleus_figure(tokens, kept, title=f"How many tokens each filter keeps: {caption!r}")
+    assert plots.smallest_text_pt(fig) >= 9.0
+
+
 @pytest.mark.parametrize("index", range(3))
 def test_the_walks_frames_are_9pt_at_the_page_width(index):
     assert plots.smallest_text_pt(walk_figure(_walk(), index)) >= 9.0  # at the slider's 100 dpi
