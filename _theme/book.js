@@ -3,7 +3,7 @@
    Figures at their own size. A figure is drawn for the desktop column (688 px): its text is at least 9 pt there.
    A page narrower than the figure (a 390-px phone; a twelve-panel grid on any screen) scales it down, and its text
    with it: a schematic's 9-pt labels are about 4.5 pt on a phone. Such a figure is marked "zoomable" (a zoom-in
-   cursor and a corner badge); a tap, a click or Enter shows it at its own size in a box that scrolls sideways, and
+   cursor and a line under it); a tap, a click or Enter shows it at its own size in a box that scrolls sideways, and
    a second one fits it to the column again. Figures already at their own size are left alone.
    tests/browser/test_layout.py checks it. */
 (function () {
