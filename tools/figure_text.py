@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+from colab_cell import toc_notebooks  # tools/ is this script's folder: the notebooks of _toc.yml
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,21 +61,6 @@ _backend_bases.FigureCanvasBase.print_figure = _measured_print_figure
 """
 
 REPORT = "import json as _json; print(_json.dumps(_FIGURE_TEXT))"
-
-
-def toc_notebooks() -> list[Path]:
-    """The notebooks of the table of contents, in its order."""
-    import yaml
-
-    def files(node):
-        if isinstance(node, dict):
-            yield from ([node["file"]] if "file" in node else [])
-            yield from (f for value in node.values() for f in files(value))
-        elif isinstance(node, list):
-            yield from (f for item in node for f in files(item))
-
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    return [ROOT / f"{f}.ipynb" for f in files(toc) if (ROOT / f"{f}.ipynb").exists()]
 
 
 def measure(path: Path, timeout: int = 1800) -> list[dict]:
