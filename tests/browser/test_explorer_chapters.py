@@ -111,7 +111,7 @@ def test_chapter_explorer_draws_its_data_and_controls_change_the_map(visit, serv
 @pytest.mark.parametrize("path", sorted(PAGES))
 def test_chapter_explorer_hover_shows_the_token_pair_and_weight(visit, server, path):
     log_start = len(server.log)
-    v = visit(path, wait_maths=False)
+    v = visit(path)  # MathJax typeset first: it moves the map under the pointer
     page = v.page
     page.wait_for_selector(f"{EXPLORER} rect.attn-cell")
     data = embedded_data(page)

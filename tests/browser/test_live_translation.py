@@ -173,7 +173,7 @@ def test_explorer_draws_every_map_of_the_embedded_example(visit, server):
 
 def test_hover_and_keyboard_show_the_token_pair_and_weight(visit, server):
     log_start = len(server.log)
-    v = visit(PAGE, wait_maths=False)
+    v = visit(PAGE)  # MathJax typeset first: it moves the map under the pointer
     page = v.page
     s = embedded_data(page)["sentences"][0]
     page.select_option(f"{EXPLORER} select[data-control=kind]", "cross")
