@@ -24,12 +24,14 @@ import os
 import pickle
 import random
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
 import platformdirs
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from .bpe import multi30k_tokenizer
 from .data import encode_pairs, load_multi30k, make_batches, pad_batch
@@ -53,6 +55,11 @@ __all__ = [
     "accuracy_by_length",
     "ReversalExperiment",
     "reversal_experiment",
+    "COPY_VOCAB",
+    "COPY_LENGTH",
+    "COPY_NOISE",
+    "copy_batch",
+    "copy_task_run",
     "POSITION_KINDS",
     "transformer_with_positions",
     "extrapolation_run",
@@ -330,6 +337,74 @@ def _train_reversal(model: Seq2Seq, settings: dict, progress: bool) -> tuple[Tra
     accuracy = accuracy_by_length(model, sequence_task(1000, min_len, max_len, num_symbols, seed=seed + 2))
     model.eval()
     return result, accuracy
+
+
+# --- the Transformer chapter's break-it: a tiny model trained with and without the causal mask ---------------
+# (exercise tr-break-causal: the chapter runs copy_task_run, and its checker computes the reference with it)
+
+COPY_VOCAB, COPY_LENGTH, COPY_NOISE = 16, 8, 0.3  # ids 4..15: 12 ordinary tokens; 8 per sentence; 30 % noise
+
+
+def copy_batch(n: int, gen: torch.Generator, noise: float = COPY_NOISE) -> tuple[Tensor, Tensor, Tensor]:
+    """``n`` pairs of the copy task: the target copies the source, each token replaced at random with prob. ``noise``.
+
+    Args:
+        n: pairs in the batch.
+        gen: the random generator (draws the sources, then the noise).
+        noise: the probability that a target token is a random token instead of the source's.
+
+    Returns:
+        ``(src, tgt_in, tgt_out)``, each ``(n, COPY_LENGTH)``: ``tgt_in`` is ``<s>`` then ``tgt_out`` shifted right.
+    """
+    src = torch.randint(4, COPY_VOCAB, (n, COPY_LENGTH), generator=gen)
+    swap = torch.rand(n, COPY_LENGTH, generator=gen) < noise
+    tgt = torch.where(swap, torch.randint(4, COPY_VOCAB, (n, COPY_LENGTH), generator=gen), src)
+    return src, torch.cat([torch.full((n, 1), BOS_ID), tgt[:, :-1]], dim=1), tgt
+
+
+def copy_task_run(forward: Callable | None = None, steps: int = 200, seed: int = 0) -> dict[str, float]:
+    """Train ``TransformerConfig.tiny`` on the noisy copy task with ``forward``; its training loss and greedy accuracy.
+
+    Args:
+        forward: ``forward(model, src, tgt_in) -> logits (batch, seq_t, vocab)``; None = the model's own
+            (``Transformer.forward``, with the causal mask).
+        steps: Adam steps (learning rate 3e-3) on batches of 64 fresh noisy pairs.
+        seed: seeds the weights and the batches.
+
+    Returns:
+        ``{"loss": the mean training loss of the last 10 steps (nats per token), "greedy": the fraction of target
+        tokens that greedy decoding with the same forward gets right on 256 noise-free test pairs}``.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a tiny model: a second thread gains nothing, and on a busy CPU it costs minutes
+    try:
+        return _copy_task_run(forward, steps, seed)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _copy_task_run(forward: Callable | None, steps: int, seed: int) -> dict[str, float]:
+    """The body of :func:`copy_task_run` (on whatever threads torch has)."""
+    forward = forward or (lambda model, src, tgt_in: model(src, tgt_in))
+    torch.manual_seed(seed)
+    model = Transformer(TransformerConfig.tiny(COPY_VOCAB))
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    gen = torch.Generator().manual_seed(seed)
+    losses = []
+    for _ in range(steps):
+        src, tgt_in, tgt_out = copy_batch(64, gen)
+        loss = nn.functional.cross_entropy(forward(model, src, tgt_in).flatten(0, 1), tgt_out.flatten())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    model.eval()
+    src, _, tgt_out = copy_batch(256, torch.Generator().manual_seed(seed + 1), noise=0.0)
+    with torch.no_grad():
+        ys = torch.full((256, 1), BOS_ID)
+        for _ in range(COPY_LENGTH):  # greedy: feed back the model's own best token
+            ys = torch.cat([ys, forward(model, src, ys)[:, -1].argmax(-1, keepdim=True)], dim=1)
+    return {"loss": float(np.mean(losses[-10:])), "greedy": (ys[:, 1:] == tgt_out).float().mean().item()}
 
 
 # --- the modern-Transformer chapter: positions that extrapolate, and a modern decoder ----------------------------

@@ -868,7 +868,8 @@ def plot_curves(
         xlabel, ylabel: axis titles.
         title: axes title.
         logy: logarithmic y axis (all ys must then be positive).
-        figsize: ``(width, height)`` in inches; default 3.2 in tall and as wide as the legend needs, at most 6.6.
+        figsize: ``(width, height)`` in inches; default 3.2 in tall and as wide as the legend needs. At most 6.6 in
+            wide (a page's column, where every text is shown at its size; a wider ``figsize`` is narrowed to it).
 
     Returns:
         The Figure; ``fig.axes[0].lines[i]`` is the i-th curve in the mapping's order.
@@ -898,7 +899,9 @@ def plot_curves(
     # (at most 6.6 in, so that a page shows it at full size).
     wrapped = ["\n".join(textwrap.wrap(name, 28)) or name for name, _, _ in data]
     legend_in = max(_width_in(line, _FONT) for w in wrapped for line in w.split("\n")) + 0.45
-    fig = Figure(figsize=figsize or (min(_MAX_WIDTH_IN, 4.6 + legend_in), 3.2), layout="constrained")
+    width, height = figsize or (4.6 + legend_in, 3.2)
+    width = min(float(width), _MAX_WIDTH_IN)
+    fig = Figure(figsize=(width, float(height)), layout="constrained")
     ax = fig.add_subplot()
     for name, xs, ys in data:
         ax.plot(xs, ys, label=name, marker="o" if xs.size <= 20 else None, markersize=4)
@@ -907,7 +910,7 @@ def plot_curves(
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
-        ax.set_title(title)
+        ax.set_title(_wrap(title, max(2.5, width - legend_in), 1.2 * _FONT))  # centred over the axes, inside the figure
     ax.grid(True, alpha=0.3)
     ax.legend(ax.lines, wrapped, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return fig

@@ -100,7 +100,7 @@ def plot_lm_curves(lms: Mapping[str, Mapping], names: Mapping[str, str], smooth:
         curves,
         xlabel="step",
         ylabel="cross-entropy (nats per token)",
-        figsize=(7, 4),
+        figsize=(6.6, 4),
         title="Same data, same steps, same number of parameters",
     )
     fig.axes[0].set_ylim(3.5, 7.5)

@@ -1,4 +1,4 @@
-"""The plumbing of the chapter on positional encoding: the figures of its explorer and a legend placement.
+"""The plumbing of the chapter on positional encoding: the figures of its explorer.
 
 The encoding itself is ``lib.positional.sinusoidal_positional_encoding``, which the chapter shows; here are only
 the matplotlib builders that one chapter uses.
@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from ..plots import plot_curves, plot_positional_encoding
 from ..positional import sinusoidal_positional_encoding
 
-__all__ = ["wavelength", "legend_outside", "pe_views", "column_view"]
+__all__ = ["wavelength", "pe_views", "column_view"]
 
 
 def wavelength(dim: int, d_model: int) -> float:
@@ -28,19 +28,6 @@ def wavelength(dim: int, d_model: int) -> float:
         The number of positions per full turn of that column's sine or cosine.
     """
     return 2 * math.pi * 10000 ** ((dim - dim % 2) / d_model)
-
-
-def legend_outside(fig: Figure) -> Figure:
-    """Move the legend of a ``plot_curves`` figure to the right of its axes, where it hides no full-height wave.
-
-    Args:
-        fig: a figure with one axes and a legend.
-
-    Returns:
-        The same figure.
-    """
-    fig.axes[0].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    return fig
 
 
 def pe_views(d_model: int = 64, max_len: int = 100, dim: int = 6) -> tuple[Figure, Figure]:
@@ -64,7 +51,7 @@ def pe_views(d_model: int = 64, max_len: int = 100, dim: int = 6) -> tuple[Figur
         ylabel="PE(pos, dim)",
         figsize=(6.6, 2.4),
     )
-    return heat, legend_outside(wave)
+    return heat, wave
 
 
 def column_view(dim: int, d_model: int = 64, max_len: int = 100) -> Figure:

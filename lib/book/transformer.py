@@ -23,10 +23,9 @@ from ..data import collate, encode_pairs
 from ..plots import plot_curves
 from ..special_tokens import BOS_ID, EOS_ID, PAD_ID
 from ..training import label_smoothed_cross_entropy, noam_lr
-from ..transformer import EncoderLayer, Transformer, TransformerConfig
+from ..transformer import EncoderLayer
 
 __all__ = [
-    "legend_outside",
     "print_shape",
     "norm_axes_figure",
     "residual_rms",
@@ -44,22 +43,7 @@ __all__ = [
     "walk_figure",
     "WALK_ALT",
     "WALK_WIDTH_IN",
-    "copy_batch",
-    "copy_task_run",
 ]
-
-
-def legend_outside(fig: Figure) -> Figure:
-    """Move the legend of a one-axes figure (``lib.plots.plot_curves``) to the right of the axes.
-
-    Args:
-        fig: a figure whose first axes has a legend.
-
-    Returns:
-        The same figure, its legend outside the axes, where it hides no curve.
-    """
-    fig.axes[0].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    return fig
 
 
 def print_shape(name: str, tensor: Tensor) -> None:
@@ -145,7 +129,7 @@ def schedule_figure(d_model: int = 512, warmup: int = 4000, factor: float = 1.0,
     peak = noam_lr(warmup, d_model, warmup, factor)
     label = f"d_model {d_model}, warm-up {warmup}, factor {factor:g}: peak {peak:.2e}"
     curve = {label: (s, [noam_lr(int(t), d_model, warmup, factor) for t in s])}
-    return legend_outside(plot_curves(curve, xlabel="optimiser step", ylabel="learning rate", figsize=(6.6, 3)))
+    return plot_curves(curve, xlabel="optimiser step", ylabel="learning rate", figsize=(6.6, 3))
 
 
 def warmup_frame(warmup: int) -> Figure:
@@ -179,7 +163,7 @@ def smoothed_target_figure(one_hot: Tensor, smoothed: Tensor, epsilon: float) ->
     Returns:
         A bar chart, target probability per token id.
     """
-    fig = Figure(figsize=(7, 2.6), layout="constrained")
+    fig = Figure(figsize=(6.6, 2.6), layout="constrained")
     ax = fig.add_subplot()
     pos = np.arange(len(one_hot))
     ax.bar(pos - 0.2, one_hot.numpy(), width=0.4, label="one-hot target")
@@ -254,7 +238,7 @@ def batch_size_figure(cells_a: np.ndarray, cells_b: np.ndarray, label_a: str, la
     Returns:
         One axes with both histograms on the same bins.
     """
-    fig = Figure(figsize=(7.5, 2.8), layout="constrained")
+    fig = Figure(figsize=(6.6, 2.8), layout="constrained")
     ax = fig.add_subplot()
     bins = np.linspace(0, max(cells_a.max(), cells_b.max()) * 1.05, 40)
     ax.hist(cells_a, bins=bins, alpha=0.7, label=label_a)
@@ -540,72 +524,3 @@ def walk_figure(stages: Sequence[WalkStage], index: int) -> Figure:
     ax.set_title(f"{index + 1}/{len(stages)}  {s.name}: shape {s.shape}", fontsize=11)
     fig.text(0.01, -0.02, s.note, fontsize=9, ha="left", va="top", wrap=True)
     return fig
-
-
-# --------------------------------------------------------------------------------------------
-# Break it: a tiny model trained with and without the causal mask (exercise tr-break-causal)
-# --------------------------------------------------------------------------------------------
-
-COPY_VOCAB, COPY_LENGTH, COPY_NOISE = 16, 8, 0.3  # ids 4..15: 12 ordinary tokens; 8 per sentence; 30 % noise
-
-
-def copy_batch(n: int, gen: torch.Generator, noise: float = COPY_NOISE) -> tuple[Tensor, Tensor, Tensor]:
-    """``n`` pairs of the copy task: the target copies the source, each token replaced at random with prob. ``noise``.
-
-    Args:
-        n: pairs in the batch.
-        gen: the random generator (draws the sources, then the noise).
-        noise: the probability that a target token is a random token instead of the source's.
-
-    Returns:
-        ``(src, tgt_in, tgt_out)``, each ``(n, COPY_LENGTH)``: ``tgt_in`` is ``<s>`` then ``tgt_out`` shifted right.
-    """
-    src = torch.randint(4, COPY_VOCAB, (n, COPY_LENGTH), generator=gen)
-    swap = torch.rand(n, COPY_LENGTH, generator=gen) < noise
-    tgt = torch.where(swap, torch.randint(4, COPY_VOCAB, (n, COPY_LENGTH), generator=gen), src)
-    return src, torch.cat([torch.full((n, 1), BOS_ID), tgt[:, :-1]], dim=1), tgt
-
-
-def copy_task_run(forward: Callable | None = None, steps: int = 200, seed: int = 0) -> dict[str, float]:
-    """Train ``TransformerConfig.tiny`` on the noisy copy task with ``forward``; its training loss and greedy accuracy.
-
-    Args:
-        forward: ``forward(model, src, tgt_in) -> logits (batch, seq_t, vocab)``; None = the model's own
-            (``Transformer.forward``, with the causal mask).
-        steps: Adam steps (learning rate 3e-3) on batches of 64 fresh noisy pairs.
-        seed: seeds the weights and the batches.
-
-    Returns:
-        ``{"loss": the mean training loss of the last 10 steps (nats per token), "greedy": the fraction of target
-        tokens that greedy decoding with the same forward gets right on 256 noise-free test pairs}``.
-    """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # a tiny model: a second thread gains nothing, and on a busy CPU it costs minutes
-    try:
-        return _copy_task_run(forward, steps, seed)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _copy_task_run(forward: Callable | None, steps: int, seed: int) -> dict[str, float]:
-    """The body of :func:`copy_task_run` (on whatever threads torch has)."""
-    forward = forward or (lambda model, src, tgt_in: model(src, tgt_in))
-    torch.manual_seed(seed)
-    model = Transformer(TransformerConfig.tiny(COPY_VOCAB))
-    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-    gen = torch.Generator().manual_seed(seed)
-    losses = []
-    for _ in range(steps):
-        src, tgt_in, tgt_out = copy_batch(64, gen)
-        loss = nn.functional.cross_entropy(forward(model, src, tgt_in).flatten(0, 1), tgt_out.flatten())
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    model.eval()
-    src, _, tgt_out = copy_batch(256, torch.Generator().manual_seed(seed + 1), noise=0.0)
-    with torch.no_grad():
-        ys = torch.full((256, 1), BOS_ID)
-        for _ in range(COPY_LENGTH):  # greedy: feed back the model's own best token
-            ys = torch.cat([ys, forward(model, src, ys)[:, -1].argmax(-1, keepdim=True)], dim=1)
-    return {"loss": float(np.mean(losses[-10:])), "greedy": (ys[:, 1:] == tgt_out).float().mean().item()}

@@ -11,10 +11,11 @@ import torch
 import torch.nn.functional as F
 
 from ..attention import causal_mask
+from ..experiments import copy_task_run
 from ..special_tokens import BOS_ID, EOS_ID, PAD_ID
 from ..training import noam_lr
 from ..transformer import Transformer, TransformerConfig
-from .core import as_array, as_number, call_answer, checker_setup, diagnose, exercise, fmt, one_thread, require_callable
+from .core import as_array, as_number, call_answer, checker_setup, diagnose, exercise, fmt, require_callable
 
 # This module only registers checkers (with @exercise, on import): it has no public names.
 __all__: list[str] = []
@@ -239,18 +240,7 @@ def _check_causal_mask(answer: Any) -> str | None:
 
 
 # --- break it: the causal mask ----------------------------------------------------------------
-# The experiment of lib.book.transformer.copy_task_run, written again here: lib.exercises may not import lib.book
-# (the import contracts), and the checker recomputes the reference itself. tests/exercises checks that both agree.
-
-_COPY_VOCAB, _COPY_LENGTH, _COPY_NOISE = 16, 8, 0.3
-
-
-def _copy_batch(n: int, gen: torch.Generator, noise: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Pairs of the noisy copy task: (src, tgt_in, tgt_out), each (n, 8)."""
-    src = torch.randint(4, _COPY_VOCAB, (n, _COPY_LENGTH), generator=gen)
-    swap = torch.rand(n, _COPY_LENGTH, generator=gen) < noise
-    tgt = torch.where(swap, torch.randint(4, _COPY_VOCAB, (n, _COPY_LENGTH), generator=gen), src)
-    return src, torch.cat([torch.full((n, 1), BOS_ID), tgt[:, :-1]], dim=1), tgt
+# The reference is the chapter's own experiment, lib.experiments.copy_task_run, with and without the mask.
 
 
 def _no_mask_forward(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
@@ -259,41 +249,10 @@ def _no_mask_forward(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor
     return model.output(model.decoder(model.embed(tgt_in, model.tgt_embed), memory, None, src_mask)[0])
 
 
-def _copy_run(masked: bool, steps: int = 200, seed: int = 0) -> dict[str, float]:
-    """Train tiny on the noisy copy task, with or without the causal mask: {"loss", "greedy"} (one torch thread,
-    as the chapter's ``copy_task_run``: the same numbers, and no threads waiting for each other on a busy CPU)."""
-    with one_thread():
-        return _copy_run_one_thread(masked, steps, seed)
-
-
-def _copy_run_one_thread(masked: bool, steps: int, seed: int) -> dict[str, float]:
-    """The body of :func:`_copy_run`."""
-    forward = (lambda m, s, t: m(s, t)) if masked else _no_mask_forward
-    torch.manual_seed(seed)
-    model = Transformer(TransformerConfig.tiny(_COPY_VOCAB))
-    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-    gen = torch.Generator().manual_seed(seed)
-    losses = []
-    for _ in range(steps):
-        src, tgt_in, tgt_out = _copy_batch(64, gen, _COPY_NOISE)
-        loss = F.cross_entropy(forward(model, src, tgt_in).flatten(0, 1), tgt_out.flatten())
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    model.eval()
-    src, _, tgt_out = _copy_batch(256, torch.Generator().manual_seed(seed + 1), 0.0)
-    with torch.no_grad():
-        ys = torch.full((256, 1), BOS_ID)
-        for _ in range(_COPY_LENGTH):
-            ys = torch.cat([ys, forward(model, src, ys)[:, -1].argmax(-1, keepdim=True)], dim=1)
-    return {"loss": float(np.mean(losses[-10:])), "greedy": (ys[:, 1:] == tgt_out).float().mean().item()}
-
-
 @functools.lru_cache(maxsize=1)
 def _copy_reference() -> dict[str, dict[str, float]]:
     """The two reference runs (about 3 s on two cores), computed once per session."""
-    return {"masked": _copy_run(True), "unmasked": _copy_run(False)}
+    return {"masked": copy_task_run(), "unmasked": copy_task_run(_no_mask_forward)}
 
 
 def _run_numbers(answer: Any, key: str) -> dict[str, float]:

@@ -1,5 +1,5 @@
-"""Issue 31: the frames of every kernel-free slider (``lib.plots.figure_slider``) in the chapters' stored outputs are
-drawn like the chapters' other figures: PNGs at the notebook's 100 dpi that fit the page's 688-px column, so their
+"""Issue 31: every figure a chapter stores fits the page's 688-px column, and the frames of every kernel-free slider
+(``lib.plots.figure_slider``) are drawn like the chapters' other figures: PNGs at the notebook's 100 dpi, so their
 9-pt labels are 9 pt on the page (at the 80 dpi sliders used before, 7.2 pt). The PNG header gives the width
 (bytes 16–20) and the pHYs chunk the dots per metre."""
 
@@ -53,3 +53,20 @@ def test_slider_frames_are_drawn_at_the_notebooks_dpi_for_the_column(notebook):
             assert dpi == NOTEBOOK_DPI and width <= PAGE_COLUMN_PX, (
                 f"{notebook}: the frame {label!r} is {width} px at {dpi} dpi: re-execute the chapter"
             )
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[Path(f).name for f in NOTEBOOKS])
+def test_every_stored_png_fits_the_column(notebook):
+    """Every figure a chapter stores is at most the column's 688 px wide, so the page shows it at its own size and
+    its 9-pt text stays 9 pt (``lib.plots`` narrows a wider ``figsize`` to 6.6 in; a title or legend that spills out
+    of the figure widens the tight PNG past it)."""
+    nb = json.loads((ROOT / f"{notebook}.ipynb").read_text(encoding="utf-8"))
+    wide = []
+    for i, cell in enumerate(nb["cells"]):
+        for out in cell.get("outputs", []):
+            png = out.get("data", {}).get("image/png")
+            if png:
+                width, _ = png_width_and_dpi(base64.b64decode("".join(png)))
+                if width > PAGE_COLUMN_PX:
+                    wide.append(f"cell {i}: {width} px")
+    assert not wide, f"{notebook}: figures wider than the {PAGE_COLUMN_PX}-px column: {wide}"

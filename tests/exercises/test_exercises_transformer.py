@@ -234,18 +234,13 @@ def test_seed_numbers_behind_the_checkers():
     )
 
 
-def test_the_chapters_copy_task_is_the_checkers_reference():
-    # The reader runs lib.book.transformer.copy_task_run; the checker its own copy (lib.exercises may not import
-    # lib.book): both must give the same numbers, masked and unmasked.
-    from lib.book.transformer import copy_task_run
-
-    def no_mask(model, src, tgt_in):
-        memory, src_mask = model.encode(src)
-        return model.output(model.decoder(model.embed(tgt_in, model.tgt_embed), memory, None, src_mask)[0])
-
+def test_the_copy_task_reference_is_the_chapters_run():
+    # The checker's reference is lib.experiments.copy_task_run, the function the chapter's reader runs, with the
+    # chapter's forward_no_mask; its numbers are the ones the chapter stores (✅ tr_break_causal: 0.22 vs 1.70, 20 %
+    # vs 71 %).
     ref = _copy_reference()
-    for got, want in [(copy_task_run(), ref["masked"]), (copy_task_run(no_mask), ref["unmasked"])]:
-        assert math.isclose(got["loss"], want["loss"], rel_tol=1e-4) and math.isclose(got["greedy"], want["greedy"])
+    rounded = {k: (round(v["loss"], 2), round(100 * v["greedy"])) for k, v in ref.items()}
+    assert rounded == {"masked": (1.70, 71), "unmasked": (0.22, 20)}, rounded
 
 
 def test_break_it_references_show_what_breaks():
