@@ -243,3 +243,23 @@ def test_long_token_axes_label_every_kth_token_at_9pt():
     fig = FIGURES["attention 40 × 40 sub-words"]()
     ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert 1 < len(ticks) < 40 and ticks[0] == TGT[0]
+
+
+def test_plot_curves_fits_the_column_whatever_figsize_and_title():
+    """A wider ``figsize`` is narrowed to 6.6 in, and a long title wraps inside the figure: the tight PNG at 100 dpi
+    is at most the 688-px column (a title wider than the axes used to widen it to 781 px)."""
+    import io
+    import struct
+
+    x = np.arange(64)
+    for figsize, title in [((7.5, 3), "One layer, d = 64, one thread, this machine"), (None, "a long title " * 8)]:
+        fig = plots.plot_curves(
+            {"with the KV cache": (x, x + 1.0), "without (the whole prefix again)": (x, 2.0 * x + 1)},
+            figsize=figsize,
+            title=title,
+        )
+        assert fig.get_figwidth() <= 6.6
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=plots.NOTEBOOK_DPI, bbox_inches="tight")
+        width = struct.unpack(">I", buf.getvalue()[16:20])[0]
+        assert width <= plots.PAGE_COLUMN_PX, (figsize, title, width)
