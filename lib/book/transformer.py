@@ -238,14 +238,14 @@ def batch_size_figure(cells_a: np.ndarray, cells_b: np.ndarray, label_a: str, la
     Returns:
         One axes with both histograms on the same bins.
     """
-    fig = Figure(figsize=(6.6, 2.8), layout="constrained")
+    fig = Figure(figsize=(6.6, 3.0), layout="constrained")
     ax = fig.add_subplot()
     bins = np.linspace(0, max(cells_a.max(), cells_b.max()) * 1.05, 40)
     ax.hist(cells_a, bins=bins, alpha=0.7, label=label_a)
     ax.hist(cells_b, bins=bins, alpha=0.7, label=label_b)
     ax.set_xlabel("positions per batch (source + target, padding included)")
     ax.set_ylabel("batches")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    fig.legend(loc="outside upper center", ncols=2, frameon=False)  # above the axes: the bars keep the full width
     return fig
 
 
