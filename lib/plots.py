@@ -907,6 +907,9 @@ def plot_curves(
         ax.plot(xs, ys, label=name, marker="o" if xs.size <= 20 else None, markersize=4)
     if logy:
         ax.set_yscale("log")
+    if max(np.abs(xs).max() for _, xs, _ in data) >= 10_000:  # five-digit ticks: as many as fit, not 10000 12000
+        axes_in = width - legend_in - 0.9
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=max(3, int(axes_in / 0.75)), steps=[1, 2, 2.5, 4, 5, 10]))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:

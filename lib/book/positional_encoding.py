@@ -67,7 +67,7 @@ def column_view(dim: int, d_model: int = 64, max_len: int = 100) -> Figure:
     """
     wave = pe_views(d_model, max_len, dim)[1]
     ax = wave.axes[0]
-    ax.set_title(ax.get_legend().get_texts()[0].get_text())
+    ax.set_title(ax.lines[0].get_label())  # the curve's name, on one line (the legend wraps it)
     ax.get_legend().remove()
     ax.set_ylim(-1.1, 1.1)
     return wave

@@ -146,8 +146,9 @@ def warmup_frame(warmup: int) -> Figure:
     """
     fig = schedule_figure(512, warmup)
     ax = fig.axes[0]
-    ax.set_title(ax.get_legend().get_texts()[0].get_text())
+    ax.set_title(ax.lines[0].get_label())  # the curve's name, on one line (the legend wraps it)
     ax.get_legend().remove()
+    ax.set_xticks(range(0, 20_001, 4000))  # the axes now span the figure: a tick every 4,000 steps
     ax.set_ylim(0, 1.05 * noam_lr(1000, 512, 1000))
     return fig
 
