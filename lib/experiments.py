@@ -6,6 +6,9 @@ trained on it once (:func:`reversal_experiment`), scored by length (:func:`accur
 disk, so that the Bahdanau chapter reuses the same run. This module sits above the models, the training loop
 and decoding, which it drives; the models know nothing of it.
 
+The Transformer chapter's break-it exercise trains a tiny Transformer on a noisy copy task with and without the
+causal mask (:func:`copy_task_run`); the chapter runs it, and the exercise's checker computes its reference with it.
+
 The modern-Transformer chapter's trainings live here too: the same small translation model with four kinds of
 positions, trained on short sentences and scored on long ones (:func:`extrapolation_run`), and the tiny GPT against
 a modern decoder of the same size (:func:`language_model_run`). ``bench/modern_transformer.py`` runs them once and
