@@ -20,6 +20,7 @@ accuracy against length, Cho et al. (2014b) and Bahdanau et al. (2015), Fig. 2.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -27,7 +28,7 @@ import os
 import pickle
 import random
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -289,14 +290,10 @@ def reversal_experiment(
                 "training it again (one to two minutes)",
                 stacklevel=2,
             )
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # one thread: the same model on any core count (and, for these small sizes, fastest)
-    try:
+    with _one_thread():
         torch.manual_seed(seed)
         model = Seq2Seq(config)
         result, accuracy = _train_reversal(model, settings, progress)
-    finally:
-        torch.set_num_threads(threads)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         state = dict(
@@ -378,36 +375,27 @@ def copy_task_run(forward: Callable | None = None, steps: int = 200, seed: int =
         ``{"loss": the mean training loss of the last 10 steps (nats per token), "greedy": the fraction of target
         tokens that greedy decoding with the same forward gets right on 256 noise-free test pairs}``.
     """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # a tiny model: a second thread gains nothing, and on a busy CPU it costs minutes
-    try:
-        return _copy_task_run(forward, steps, seed)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _copy_task_run(forward: Callable | None, steps: int, seed: int) -> dict[str, float]:
-    """The body of :func:`copy_task_run` (on whatever threads torch has)."""
     forward = forward or (lambda model, src, tgt_in: model(src, tgt_in))
-    torch.manual_seed(seed)
-    model = Transformer(TransformerConfig.tiny(COPY_VOCAB))
-    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-    gen = torch.Generator().manual_seed(seed)
-    losses = []
-    for _ in range(steps):
-        src, tgt_in, tgt_out = copy_batch(64, gen)
-        loss = nn.functional.cross_entropy(forward(model, src, tgt_in).flatten(0, 1), tgt_out.flatten())
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    model.eval()
-    src, _, tgt_out = copy_batch(256, torch.Generator().manual_seed(seed + 1), noise=0.0)
-    with torch.no_grad():
-        ys = torch.full((256, 1), BOS_ID)
-        for _ in range(COPY_LENGTH):  # greedy: feed back the model's own best token
-            ys = torch.cat([ys, forward(model, src, ys)[:, -1].argmax(-1, keepdim=True)], dim=1)
-    return {"loss": float(np.mean(losses[-10:])), "greedy": (ys[:, 1:] == tgt_out).float().mean().item()}
+    with _one_thread():  # a tiny model: a second thread gains nothing, and on a busy CPU it costs minutes
+        torch.manual_seed(seed)
+        model = Transformer(TransformerConfig.tiny(COPY_VOCAB))
+        opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+        gen = torch.Generator().manual_seed(seed)
+        losses = []
+        for _ in range(steps):
+            src, tgt_in, tgt_out = copy_batch(64, gen)
+            loss = nn.functional.cross_entropy(forward(model, src, tgt_in).flatten(0, 1), tgt_out.flatten())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        model.eval()
+        src, _, tgt_out = copy_batch(256, torch.Generator().manual_seed(seed + 1), noise=0.0)
+        with torch.no_grad():
+            ys = torch.full((256, 1), BOS_ID)
+            for _ in range(COPY_LENGTH):  # greedy: feed back the model's own best token
+                ys = torch.cat([ys, forward(model, src, ys)[:, -1].argmax(-1, keepdim=True)], dim=1)
+        return {"loss": float(np.mean(losses[-10:])), "greedy": (ys[:, 1:] == tgt_out).float().mean().item()}
 
 
 # --- the modern-Transformer chapter: positions that extrapolate, and a modern decoder ----------------------------
@@ -464,10 +452,16 @@ def transformer_with_positions(config: TransformerConfig, kind: str, seed: int =
     return model.train()
 
 
-def _one_thread() -> int:
+@contextlib.contextmanager
+def _one_thread() -> Iterator[None]:
+    """Run the block on one torch thread (the same numbers on any core count, and fastest at these small sizes),
+    then restore the caller's setting."""
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # one thread: the same numbers on any core count (and fastest at these sizes)
-    return threads
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _recording(loss_fn, losses: list[float]):
@@ -546,8 +540,7 @@ def extrapolation_run(
     config = TransformerConfig.multi30k(
         vocab, d_model=64, d_ff=256, num_encoder_layers=2, num_decoder_layers=2, max_len=64
     )
-    threads = _one_thread()
-    try:
+    with _one_thread():
         model = transformer_with_positions(config, kind, seed)
         losses: list[float] = []
         tconf = TrainConfig(
@@ -580,8 +573,6 @@ def extrapolation_run(
         )
         if measure:
             out["buckets"] = _score_by_length(model, tokenizer, list(edges))
-    finally:
-        torch.set_num_threads(threads)
     return out
 
 
@@ -664,8 +655,7 @@ def language_model_run(
         x = pad_batch(batch)
         return lm_loss(model(x), x)
 
-    threads = _one_thread()
-    try:
+    with _one_thread():
         torch.manual_seed(seed)
         model = GPT(config) if kind == "gpt" else ModernGPT(config)
         losses: list[float] = []
@@ -679,8 +669,6 @@ def language_model_run(
             progress=progress,
             log=lambda *_: None,
         )
-    finally:
-        torch.set_num_threads(threads)
     return dict(
         kind=kind,
         settings=settings,
