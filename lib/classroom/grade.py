@@ -47,7 +47,11 @@ What the isolation covers: a submission sees neither the submissions folder, the
 processes die with its sandbox; the grader reads the submission into memory before running it, keeps each
 submission's rows as soon as they are known (``--out`` with the suffix ``.results``) and builds the CSV from them.
 Where bubblewrap is missing, the command refuses in one line unless told ``--unsandboxed`` (a child process with the
-same limits and a guard that refuses network connections; every row's note says so).
+same limits and a guard that refuses network connections; every row's note says so). Before the first submission it
+starts one empty sandbox (:func:`lib.classroom.sandbox.probe`): where that fails (a path bound into it that is
+missing, a flag the kernel refuses), it says why in one line and grades nothing. A submission whose sandbox stopped
+before its runner wrote anything is checked the same way: where a fresh empty sandbox fails too, the sandbox is to
+blame, not the submission, and the command stops there (the rows kept so far stay in ``--out``'s ``.results``).
 
 Source: the approach of nbgrader and otter-grader (execute each submission, collect per-question results),
 with the book's own checkers (:mod:`lib.exercises`) in place of an authoring format.
@@ -497,6 +501,8 @@ def grade_submission(
 
     Raises:
         ValueError: ``chapter`` has no exercises, or a time limit is not positive.
+        lib.classroom.sandbox.SandboxError: the sandbox stopped before its runner wrote anything, and an empty
+            sandbox cannot start either (the sandbox's fault, not the submission's).
     """
     chapters = _chapters_with_exercises()
     if chapter is not None and chapter not in chapters:
@@ -549,6 +555,11 @@ def grade_submission(
         note = "; ".join(filter(None, [UNSANDBOXED, note]))
     limits = sandbox.Limits(cell_timeout=cell_timeout, timeout=timeout, call_timeout=call_timeout)
     result = sandbox.run_notebook(nb, limits, sandboxed=sandboxed, kernel=kernel, network=network)
+    if result["run"] is None:  # the notebook killed its runner before the first cell ended, or no sandbox started
+        why = sandbox.probe(sandboxed=sandboxed)
+        if why is not None:
+            result["cleanup"]()
+            raise sandbox.SandboxError(f"{_runner(sandboxed)} stopped starting while grading {path}: {why}")
     try:
         run = _run_from_sandbox(nb, result, timeout)
     finally:
@@ -559,6 +570,10 @@ def grade_submission(
 
 #: The note on every row of a submission graded without the sandbox (``--unsandboxed``).
 UNSANDBOXED = "graded without the sandbox (--unsandboxed)"
+
+
+def _runner(sandboxed: bool) -> str:
+    return "the sandbox" if sandboxed else "the runner (--unsandboxed)"
 
 
 def _run_from_sandbox(nb: Any, result: dict[str, Any], timeout: float) -> _Run:
@@ -648,6 +663,8 @@ def grade(
     Raises:
         FileNotFoundError: a submission path does not exist.
         ValueError: no submissions, or a bad ``chapter`` or limit (see :func:`grade_submission`).
+        lib.classroom.sandbox.SandboxError: the sandbox stopped starting (see :func:`grade_submission`); the rows
+            of the submissions before are kept in ``results``.
     """
     paths = find_submissions(submissions)
     graded: list[list[Row]] = []
@@ -925,7 +942,9 @@ def main(argv: list[str] | None = None) -> int:
     """Grade the submissions given on the command line (see the module docstring).
 
     Exit status: 0 when every submission got its rows (whatever their verdicts); 2 for a usage error (a missing
-    path, an unknown chapter, a bad time limit, an output folder that does not exist), before anything runs.
+    path, an unknown chapter, a bad time limit, an output folder that does not exist), before anything runs, and
+    for a sandbox that cannot start (bubblewrap missing, or an empty sandbox that fails: before the first
+    submission, or after a submission whose sandbox stopped before its runner wrote anything).
 
     Args:
         argv: the command-line arguments (default ``sys.argv[1:]``).
@@ -954,19 +973,25 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"no .ipynb files found in {', '.join(args.submissions)}")
     if not args.unsandboxed and sandbox.bwrap_path() is None:
         p.error(sandbox.MISSING)
+    why = sandbox.probe(sandboxed=not args.unsandboxed)
+    if why is not None:
+        p.error(f"{_runner(not args.unsandboxed)} cannot start, so no submission was graded: {why}")
     os.environ.setdefault("JUPYTER_PREFER_ENV_PATH", "1")  # the kernel of this environment, not a user's
-    rows = grade(
-        args.submissions,
-        args.chapter,
-        log=sys.stderr,
-        cell_timeout=args.cell_timeout,
-        timeout=args.timeout,
-        call_timeout=args.call_timeout,
-        network=args.network,
-        kernel=args.kernel,
-        sandboxed=not args.unsandboxed,
-        results=out.with_suffix(".results"),
-    )
+    try:
+        rows = grade(
+            args.submissions,
+            args.chapter,
+            log=sys.stderr,
+            cell_timeout=args.cell_timeout,
+            timeout=args.timeout,
+            call_timeout=args.call_timeout,
+            network=args.network,
+            kernel=args.kernel,
+            sandboxed=not args.unsandboxed,
+            results=out.with_suffix(".results"),
+        )
+    except sandbox.SandboxError as err:
+        p.error(f"{err}; the submissions graded before it are kept: run the command again to go on")
     write_csv(rows, out)
     summary = summarize(rows)
     print(format_summary(summary), end="")

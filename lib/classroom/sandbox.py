@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Limits", "bwrap_path", "sandbox_command", "run_notebook", "MISSING"]
+__all__ = ["Limits", "SandboxError", "bwrap_path", "sandbox_command", "probe", "run_notebook", "MISSING"]
 
 #: The one line the grader prints where bubblewrap is missing.
 MISSING = (
@@ -42,6 +42,11 @@ MISSING = (
 )
 _INSIDE = "/grade"
 _NOBODY = 65534
+_PROBE_S = 60
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself cannot start (no submission's doing); the message says why in one line."""
 
 
 @dataclass(frozen=True)
@@ -83,45 +88,63 @@ def _user_processes(uid: int) -> int:
     return count
 
 
+def _python_paths() -> list[Path]:
+    """The folders of this Python: its environment, its installation, its site-packages, and the folder of each link
+    on the way from ``sys.executable`` to the interpreter (a venv's ``bin/python`` links to a pyenv, conda or uv
+    interpreter elsewhere)."""
+    import site
+
+    paths = [Path(p) for p in (sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix)]
+    paths += [Path(p) for p in site.getsitepackages()]
+    executable = Path(sys.executable)
+    for _ in range(40):  # at most this many links: a loop of links ends here
+        paths.append(executable.parent)
+        if not executable.is_symlink():
+            break
+        executable = executable.parent / os.readlink(executable)
+    return paths
+
+
 def _binds() -> list[str]:
-    """bwrap's arguments for the read-only views: the system, Python, ``lib``, the data."""
+    """bwrap's arguments for the file system: a fresh ``/proc``, ``/dev`` and ``/tmp``, then the read-only views of
+    the system, Python, ``lib`` and the data, each at the path it is used by and, where links lead elsewhere, at the
+    path they lead to.
+
+    The fresh ``/tmp`` comes first: a view under ``/tmp`` (a checkout or a Python there) is bound on top of it, and
+    nothing else of the grader's ``/tmp`` shows.
+    """
     import lib
 
-    args: list[str] = []
-    made: set[str] = set()
-
-    def parents(path: Path) -> None:
-        for parent in reversed(path.parents):
-            p = str(parent)
-            if p != "/" and p not in made:
-                made.add(p)
-                args.extend(["--perms", "0755", "--dir", p])
+    args = ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(512 * 2**20), "--tmpfs", "/tmp"]
+    shown: list[Path] = []  # what the sandbox already shows: nothing is bound under it again
+    views: dict[Path, Path] = {}  # where a view shows inside -> what it shows
 
     def ro(path: Path) -> None:
         try:
-            exists = path.exists()
+            real = path.resolve()
+            if not real.exists():
+                return
         except OSError:  # a folder on the way that the grading user may not enter: nothing to show of it
-            exists = False
-        if exists:
-            path = path.resolve()
-            parents(path)
-            made.add(str(path))
-            args.extend(["--ro-bind", str(path), str(path)])
+            return
+        views.setdefault(real, real)
+        views.setdefault(Path(os.path.abspath(path)), real)
 
     for top in ("usr", "bin", "sbin", "lib", "lib32", "lib64"):
         p = Path("/") / top
         if p.is_symlink():
             args.extend(["--symlink", os.readlink(p), str(p)])
+            shown.append(p)
         elif p.is_dir():
             ro(p)
     for name in ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group", "nsswitch.conf", "localtime",
                  "ssl", "alternatives", "fonts", "mime.types", "hosts"):  # fmt: skip
         ro(Path("/etc") / name)
-    root = Path(lib.__file__).resolve().parents[1]
-    for p in {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent}:
+    for p in _python_paths():
         ro(p)
-    ro(root / "lib")
-    ro(root / "models")
+    package = Path(lib.__file__).parent
+    ro(package)
+    ro(package.parent / "models")
+    ro(package.resolve().parent / "models")
     data = os.environ.get("MULTI30K_DIR")
     if data:
         ro(Path(data))
@@ -131,6 +154,16 @@ def _binds() -> list[str]:
         ro(Path(platformdirs.user_cache_dir("attention-book")))
     except ImportError:  # pragma: no cover - platformdirs is a dependency
         pass
+    made = {Path("/"), Path("/tmp")}
+    for inside, real in sorted(views.items()):  # a folder before what is in it
+        if any(inside == s or s in inside.parents for s in shown):
+            continue
+        for parent in reversed(inside.parents):
+            if parent not in made:
+                made.add(parent)
+                args.extend(["--perms", "0755", "--dir", str(parent)])
+        shown.append(inside)
+        args.extend(["--ro-bind", str(real), str(inside)])
     return args
 
 
@@ -182,7 +215,6 @@ def sandbox_command(workdir: Path, inner: list[str], limits: Limits, *, sandboxe
     for k, v in env.items():
         args += ["--setenv", k, v]
     args += _binds()
-    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(512 * 2**20), "--tmpfs", "/tmp"]
     args += ["--bind", str(workdir), _INSIDE, "--chdir", f"{_INSIDE}/work"]
     if as_root:
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--"]
@@ -191,6 +223,57 @@ def sandbox_command(workdir: Path, inner: list[str], limits: Limits, *, sandboxe
     else:
         args += ["--"]
     return [*prlimit, *args, *inner]
+
+
+def _workdir(sandboxed: bool) -> Path:
+    """A fresh private folder for one sandbox (with ``work`` and ``home``), owned by the user the sandbox runs as."""
+    workdir = Path(tempfile.mkdtemp(prefix="lib-grade-"))
+    (workdir / "work").mkdir()
+    (workdir / "home").mkdir()
+    if os.geteuid() == 0 and sandboxed:
+        for p in (workdir, workdir / "work", workdir / "home"):
+            os.chown(p, _NOBODY, _NOBODY)
+    return workdir
+
+
+def probe(*, sandboxed: bool = True) -> str | None:
+    """Start one sandbox with nothing of a student's in it: its Python imports the runner and prints ``ok``.
+
+    The grader runs it before the first submission, and again when a submission's sandbox stopped before its runner
+    wrote anything: it tells a sandbox that cannot start (a path bound into it that is missing, a flag the kernel
+    refuses) from a notebook that killed its runner.
+
+    Args:
+        sandboxed: False: the runner without bubblewrap (``--unsandboxed``).
+
+    Returns:
+        None when it printed ``ok``; else why not, in one line: the last line bwrap, setpriv or Python wrote, and
+        the exit status.
+    """
+    workdir = _workdir(sandboxed)
+    inner = [sys.executable, "-c", "import lib.classroom.sandbox; print('ok')"]
+    command = sandbox_command(workdir, inner, Limits(), sandboxed=sandboxed)
+    try:
+        done = subprocess.run(
+            command,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=_PROBE_S,
+            cwd=str(workdir / "work") if not sandboxed else None,
+        )
+    except OSError as err:
+        return f"cannot run {command[0]}: {err.strerror or err}"
+    except subprocess.TimeoutExpired:
+        return f"it printed nothing in {_PROBE_S} s"
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    if done.returncode == 0 and done.stdout.strip() == "ok":
+        return None
+    lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+    said = lines[-1][:300] if lines else f"it printed {done.stdout.strip()[:100]!r}"
+    return f"{said} (exit status {done.returncode})"
 
 
 def run_notebook(
@@ -213,13 +296,10 @@ def run_notebook(
     """
     import nbformat
 
-    workdir = Path(tempfile.mkdtemp(prefix="lib-grade-"))
-    (workdir / "work").mkdir()
-    (workdir / "home").mkdir()
+    workdir = _workdir(sandboxed)
     nbformat.write(nb, str(workdir / "submission.ipynb"))
     if os.geteuid() == 0 and sandboxed:
-        for p in (workdir, workdir / "work", workdir / "home", workdir / "submission.ipynb"):
-            os.chown(p, _NOBODY, _NOBODY)
+        os.chown(workdir / "submission.ipynb", _NOBODY, _NOBODY)
     base = _INSIDE if sandboxed else str(workdir)
     spec = {
         "notebook": f"{base}/submission.ipynb",

@@ -87,6 +87,7 @@ def test_grade_submission_refuses_bad_arguments(tmp_path):
         grade.find_submissions([])
 
 
+@pytest.mark.bwrap  # the command starts one empty sandbox before the first submission
 def test_the_command_grades_submissions_that_need_no_kernel(synthetic_class, tmp_path, capsys):
     """A damaged file, another chapter and the book's own notebook: error rows, a CSV, a summary and a figure."""
     files = [synthetic_class / n for n in ("ivan.ipynb", "hana.ipynb", "kim.ipynb")]
@@ -539,6 +540,7 @@ EXPECTED = {
     os.environ.get("STUDENT_EXECUTE") != "1",
     reason="grades the synthetic class in 8 kernels (1-3 minutes): set STUDENT_EXECUTE=1 (and MULTI30K_DIR)",
 )
+@pytest.mark.bwrap
 def test_the_command_grades_the_synthetic_class(tmp_path, multi30k_dir):
     start = time.perf_counter()
     result = example.run_example(tmp_path)
@@ -578,6 +580,7 @@ def _tiny(path, *sources):
 
 @pytest.mark.student_execution
 @pytest.mark.skipif(os.environ.get("STUDENT_EXECUTE") != "1", reason="starts two kernels: set STUDENT_EXECUTE=1")
+@pytest.mark.bwrap
 def test_a_dead_kernel_and_the_notebook_limit_leave_the_verdicts_recorded_before(tmp_path, monkeypatch):
     monkeypatch.setenv("JUPYTER_PREFER_ENV_PATH", "1")
     dead = _tiny(

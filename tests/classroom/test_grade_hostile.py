@@ -130,7 +130,7 @@ def _digests(folder):
     os.environ.get("STUDENT_EXECUTE") != "1",
     reason="grades 11 notebooks in sandboxes (about 2-3 minutes): set STUDENT_EXECUTE=1",
 )
-@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap (make installs it as root on Debian)")
+@pytest.mark.bwrap
 def test_the_hostile_class_grades_in_one_run(tmp_path, capsys):
     folder = tmp_path / "class"
     folder.mkdir()
@@ -280,7 +280,7 @@ def _as_nobody(command, env):
 
 @pytest.mark.student_execution
 @pytest.mark.skipif(os.environ.get("STUDENT_EXECUTE") != "1", reason="starts a kernel: set STUDENT_EXECUTE=1")
-@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap (make installs it as root on Debian)")
+@pytest.mark.bwrap
 def test_as_a_user_the_sandbox_uses_a_user_namespace_and_no_process_outlives_it():
     """The grader run by a user (not root): bwrap makes its namespaces in a user namespace, without setpriv."""
     if os.geteuid() == 0 and not _nobody_can_use_bwrap():
