@@ -196,7 +196,7 @@ def header_problems(root: Path) -> list[str]:
     requires = tomllib.loads((root / "pyproject.toml").read_text())["project"]["requires-python"]
     if "--universal" not in command or f"--python-version {requires.removeprefix('>=')}" not in " ".join(command):
         problems.append(f"{LOCK} is not one universal lock from pyproject's requires-python {requires}: {header[1]}")
-    recipe = next((line for line in makefile_lines(root) if "uv pip compile" in line), "")
+    recipe = next((ln for ln in makefile_lines(root) if "uv pip compile" in ln and not ln.startswith("#")), "")
     flags = [word for word in command[3:-2] if not word.endswith(".in")]
     if not all(flag in recipe.split() for flag in flags) or "$(LOCK_INPUTS) -o $(LOCK)" not in recipe:
         problems.append(f"`make lock` does not run {LOCK}'s command ({' '.join(command)}): {recipe.strip()}")
