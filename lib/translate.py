@@ -66,6 +66,7 @@ __all__ = [
     "MAX_HYPOTHESES",
     "STREAM_BATCHES",
     "PROGRESS_LINES",
+    "DEFAULT_ALPHA",
     "clean_text",
     "plain_text_tokenizer",
     "text_pieces",
@@ -86,6 +87,9 @@ MAX_HYPOTHESES = 500
 STREAM_BATCHES = 4
 #: The command line shows a progress bar on a terminal for inputs of at least this many lines.
 PROGRESS_LINES = 200
+#: Beam search's length penalty α by default (:func:`translate`, :func:`evaluate_bleu`), and the command line's for a
+#: run that records none (``beam_alpha`` in its ``results.json``): Vaswani et al. 2017, §6.1, use 0.6.
+DEFAULT_ALPHA = 0.6
 #: The out-of-domain rule of :func:`domain_note`, in one place: ``python -m lib.export`` writes it into the live
 #: page's ``manifest.json`` ("domain"), and the page (tools/explorer/domain.js) applies the same rule to the same
 #: tokens. Calibrated on Multi30k: the 1,000 German lines of test_2016_flickr have a median of 1.25 sub-words per
@@ -401,7 +405,7 @@ def translate(
     tokenizer,
     sentences: list[str],
     beam_size: int = 1,
-    alpha: float = 0.6,
+    alpha: float = DEFAULT_ALPHA,
     batch_size: int = 100,
     device: torch.device | str | None = None,
     *,
@@ -478,7 +482,7 @@ def evaluate_bleu(
     split: str = "test_2016_flickr",
     root=None,
     beam_size: int = 1,
-    alpha: float = 0.6,
+    alpha: float = DEFAULT_ALPHA,
     device=None,
     batch_size: int = 100,
 ) -> BleuResult:
@@ -650,7 +654,13 @@ def _parser() -> argparse.ArgumentParser:
         help=f"beam width, 1 (greedy, the default) to {MAX_BEAM}: memory grows with beam x batch, so at most "
         f"{MAX_HYPOTHESES} hypotheses are decoded at once (the batch is lowered to {MAX_HYPOTHESES} // beam)",
     )
-    p.add_argument("--alpha", type=float, default=0.6, help="length-penalty exponent for beam search (>= 0)")
+    p.add_argument(
+        "--alpha",
+        type=float,
+        default=None,
+        help="length-penalty exponent for beam search (>= 0); default: the run's own, beam_alpha in its "
+        f"results.json (the one its beam BLEU was measured with; stderr says so), else {DEFAULT_ALPHA}",
+    )
     p.add_argument("--batch-size", type=int, default=100, help="sentences decoded at once (>= 1; default 100)")
     p.add_argument("--device", default=None, help="cpu (default), cuda, cuda:1, ...")
     p.add_argument("--threads", type=int, default=None, help="CPU threads for torch (>= 1; default: torch's)")
@@ -667,7 +677,7 @@ def _check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error(f"argument --beam: must be 1 to {MAX_BEAM}, got {args.beam} (memory grows with beam x batch)")
     if args.batch_size < 1:
         p.error(f"argument --batch-size: must be >= 1, got {args.batch_size}")
-    if not (math.isfinite(args.alpha) and args.alpha >= 0):
+    if args.alpha is not None and not (math.isfinite(args.alpha) and args.alpha >= 0):
         p.error(f"argument --alpha: must be a finite number >= 0, got {args.alpha}")
     if args.threads is not None and args.threads < 1:
         p.error(f"argument --threads: must be >= 1, got {args.threads}")
@@ -682,6 +692,25 @@ def _check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             torch.cuda.is_available() and (device.index or 0) < torch.cuda.device_count()
         ):
             p.error(f"argument --device: {args.device} is not available on this machine")
+
+
+def _run_alpha(p: argparse.ArgumentParser, args: argparse.Namespace, run) -> float:
+    """The length penalty the run recorded (``beam_alpha`` in its ``results.json``, read by ``load_run``), said on
+    stderr when beam search uses it; :data:`DEFAULT_ALPHA` when it records none; a bad one is a usage error."""
+    results = run.results if isinstance(run.results, dict) else {}
+    if args.beam == 1 or "beam_alpha" not in results:  # greedy decoding has no length penalty
+        return DEFAULT_ALPHA
+    alpha = results["beam_alpha"]
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not (math.isfinite(alpha) and alpha >= 0):
+        p.error(
+            f"argument --run: {os.path.join(args.run, 'results.json')}: beam_alpha must be a finite number >= 0, "
+            f"got {alpha!r} (fix it, or give --alpha)"
+        )
+    print(
+        f"length penalty alpha {alpha}, as the run recorded (beam_alpha in its results.json; --alpha sets another)",
+        file=sys.stderr,
+    )
+    return float(alpha)
 
 
 def _decode_line(number: int, line: bytes) -> tuple[str, str | None]:
@@ -782,6 +811,10 @@ def main(argv: list[str] | None = None) -> int:
     Stdin is read as bytes and decoded as UTF-8 (see the module's docstring), whatever the locale, and the
     translations are written to stdout as UTF-8, one line per input line.
 
+    Ctrl-C (SIGINT) is never lost while it runs (see :class:`_CtrlC`): once it came, the status is 130, after the
+    lines finished before it were written. A process started with SIGINT ignored (a script's background job,
+    ``cmd &``) keeps ignoring it, as Python and the shell's tools do.
+
     Args:
         argv: the arguments (default ``sys.argv[1:]``).
 
@@ -790,6 +823,16 @@ def main(argv: list[str] | None = None) -> int:
         empty, every other line was written, stderr names them) or stdout could not be written; 130 = Ctrl-C (the
         lines done before it were written, and stderr says how many); 141 = stdout's reader stopped reading.
     """
+    with _CtrlC() as ctrl_c:
+        try:
+            return _main(argv, ctrl_c)
+        except KeyboardInterrupt:  # while the run was loaded or a split scored: before any translation was written
+            print("\ninterrupted: nothing was written", file=sys.stderr)
+            return 130
+
+
+def _main(argv: list[str] | None, ctrl_c: _CtrlC) -> int:
+    """:func:`main` under ``ctrl_c``: a Ctrl-C while the lines stream is answered here, with the count written."""
     p = _parser()
     args = p.parse_args(argv)
     _check_args(p, args)
@@ -808,12 +851,12 @@ def main(argv: list[str] | None = None) -> int:
         run = load_run(args.run, device=args.device or "cpu")
     except (FileNotFoundError, ValueError, KeyError) as err:  # missing files; a config it cannot read
         p.error(f"argument --run: {err}")
+    alpha = args.alpha if args.alpha is not None else _run_alpha(p, args, run)
     sys.stdout.flush()
     out = sys.stdout.buffer
     if args.bleu is not None:
-        bleu = evaluate_bleu(
-            run.model, run.tokenizer, args.bleu, args.data, args.beam, args.alpha, None, args.batch_size
-        )
+        bleu = evaluate_bleu(run.model, run.tokenizer, args.bleu, args.data, args.beam, alpha, None, args.batch_size)
+        ctrl_c.settle()  # the score is done: a Ctrl-C from here on comes too late to change it
         try:
             _write(out, f"{bleu}\n")
         except _StdoutError as err:
@@ -841,7 +884,7 @@ def main(argv: list[str] | None = None) -> int:
     done = 0
     try:
         for line in _translations(
-            run.model, run.tokenizer, groups(), args.beam, args.alpha, args.batch_size, None, "split", MAX_HYPOTHESES
+            run.model, run.tokenizer, groups(), args.beam, alpha, args.batch_size, None, "split", MAX_HYPOTHESES
         ):
             if line.split is not None:
                 bar.say(
@@ -854,10 +897,11 @@ def main(argv: list[str] | None = None) -> int:
                     "translated anyway"
                 )
             # a translation never spans lines: the line count out equals the line count in
-            with _ctrl_c_after():  # so that the count said after Ctrl-C is the count of lines written
+            with ctrl_c.held_back():  # so that the count said after Ctrl-C is the count of lines written
                 _write(out, " ".join(line.text.splitlines()) + "\n")  # flushed: a reader gets each line at once
                 done += 1
             bar.update()
+        ctrl_c.settle()  # the end of the input: a Ctrl-C that came before it (or was swallowed) is raised here
     except _StdoutError as err:
         bar.close()
         return err.status(p.prog, f"{done} lines were written")
@@ -933,20 +977,53 @@ def _write(out, text: str) -> None:
         raise _StdoutError(err) from None
 
 
-@contextlib.contextmanager
-def _ctrl_c_after() -> Iterator[None]:
-    """Hold back Ctrl-C (SIGINT) until the block is done: it raises ``KeyboardInterrupt`` right after it."""
-    if threading.current_thread() is not threading.main_thread():  # signals go to the main thread only
-        yield
-        return
-    pending: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: pending.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if pending:
-        raise KeyboardInterrupt
+class _CtrlC:
+    """Ctrl-C (SIGINT) for :func:`main`, never lost: the handler notes it and raises ``KeyboardInterrupt``, except
+    while ``held`` (a line being written; the exit status settled), when it only notes it.
+
+    A noted Ctrl-C is raised by :meth:`held_back` after its block and by :meth:`settle` at the end; so is one that
+    code on its way swallowed (an atexit callback or a ``__del__`` reports such an exception and drops it). The
+    handler is installed in the main thread only (signals go to it alone), and not over an ignored SIGINT; on the
+    way out the previous one is put back (``signal.signal`` first runs a Ctrl-C that came in between, here).
+    """
+
+    def __init__(self) -> None:
+        self.pressed, self.held, self.installed, self.previous = False, False, False, None
+
+    def __call__(self, signum: int, frame) -> None:
+        self.pressed = True
+        if not self.held:
+            raise KeyboardInterrupt
+
+    def __enter__(self) -> _CtrlC:
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
+            self.previous, self.installed = signal.signal(signal.SIGINT, self), True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.held = True
+        if self.installed:
+            signal.signal(signal.SIGINT, self.previous if self.previous is not None else signal.SIG_DFL)
+
+    @contextlib.contextmanager
+    def held_back(self) -> Iterator[None]:
+        """Hold back Ctrl-C until the block is done: it raises ``KeyboardInterrupt`` right after it."""
+        self.held = True
+        try:
+            yield
+        finally:
+            self.held = False
+        self.check()
+
+    def settle(self) -> None:
+        """The exit status is settled: raise a Ctrl-C noted so far; one that comes later is only noted."""
+        self.held = True
+        self.check()
+
+    def check(self) -> None:
+        """Raise ``KeyboardInterrupt`` for a Ctrl-C noted so far."""
+        if self.pressed:
+            raise KeyboardInterrupt
 
 
 def _show_progress(lines: int) -> bool:
@@ -955,4 +1032,14 @@ def _show_progress(lines: int) -> bool:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        status = main()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the status is settled: a Ctrl-C from here on is too late
+    except KeyboardInterrupt:  # one that came between main putting Python's handler back and the line above
+        status = 130
+    # end now: Python's own shutdown takes about a second with torch loaded, and a Ctrl-C during it was reported as
+    # an error in an atexit callback and lost (status 0); the output is written and flushed
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+    os._exit(status)

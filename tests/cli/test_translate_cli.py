@@ -10,11 +10,14 @@ not matter, and as a subprocess where they do.
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import io
 import json
 import os
+import re
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import unicodedata
@@ -26,7 +29,7 @@ import torch
 
 import lib.translate as T
 from lib.bpe import encode
-from lib.checkpoint import SHIPPED_MODEL, load_run
+from lib.checkpoint import SHIPPED_MODEL, load_run, update_results
 from lib.data import load_multi30k
 from lib.explorer import explorer_data
 from lib.special_tokens import BOS_ID, EOS_ID, PAD_ID, UNK_ID
@@ -342,6 +345,68 @@ def test_help_explains_the_beam_cap_and_the_exit_status(capsys):
         T.main(["--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "beam x batch" in text and "exit status" in text and text.isascii()
+    assert "default: the run's own, beam_alpha in its results.json" in text  # where --alpha's default comes from
+
+
+# --- the length penalty: the one the run recorded, unless --alpha says otherwise ---------------------------------
+
+
+def _alphas(monkeypatch, capsysbinary, run, *args: str) -> tuple[set[float], str]:
+    """The alphas beam search was given for one line, and stderr (the run given as already loaded)."""
+    alphas = set()
+
+    def spy(model, src, beam_size, alpha):
+        alphas.add(alpha)
+        return [[] for _ in range(src.size(0))]
+
+    monkeypatch.setattr(T, "beam_search", spy)
+    code, _, err = run_cli(monkeypatch, capsysbinary, run, b"Ein Hund rennt.\n", *args)
+    assert code == 0, err
+    return alphas, err
+
+
+def test_the_default_length_penalty_is_the_one_the_run_recorded(shipped, monkeypatch, capsysbinary):
+    # `--beam 5` used alpha 0.6, not the 1.5 the shipped model's 40.7 BLEU was measured with: it gave 40.1
+    assert shipped.results["beam_alpha"] == 1.5  # read from models/de-en/results.json by load_run
+    alphas, err = _alphas(monkeypatch, capsysbinary, shipped, "--beam", "5")
+    note = "length penalty alpha 1.5, as the run recorded (beam_alpha in its results.json; --alpha sets another)"
+    assert alphas == {1.5} and err == note + "\n"
+    alphas, err = _alphas(monkeypatch, capsysbinary, shipped, "--beam", "5", "--alpha", "0.6")
+    assert alphas == {0.6} and err == ""  # an explicit --alpha wins
+    alphas, err = _alphas(monkeypatch, capsysbinary, dataclasses.replace(shipped, results={}), "--beam", "5")
+    assert alphas == {T.DEFAULT_ALPHA} == {0.6} and err == ""  # a run that records none
+
+
+@pytest.mark.parametrize("bad", ["1.5", -1, None, True, float("nan"), float("inf"), [1.5]])
+def test_a_bad_recorded_length_penalty_is_a_one_line_error_naming_the_file(bad, shipped, monkeypatch, capsys):
+    monkeypatch.setattr(T, "load_run", lambda *a, **k: dataclasses.replace(shipped, results={"beam_alpha": bad}))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"Ein Hund.\n")))
+    with pytest.raises(SystemExit) as exc:
+        T.main(["--run", str(SHIPPED_MODEL), "--beam", "5"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "Traceback" not in err
+    assert err.splitlines()[-1] == (
+        f"python -m lib.translate: error: argument --run: {SHIPPED_MODEL / 'results.json'}: beam_alpha must be a "
+        f"finite number >= 0, got {bad!r} (fix it, or give --alpha)"
+    )
+
+
+def test_a_run_folders_recorded_length_penalty_is_read_from_its_results_json(tmp_path, monkeypatch, capsysbinary):
+    run = tmp_path / "run"
+    shutil.copytree(SHIPPED_MODEL, run)
+    update_results(run, {"beam_alpha": -1})  # the manifest is written again: the folder still loads
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"Ein Hund.\n")))
+    with pytest.raises(SystemExit) as exc:
+        T.main(["--run", str(run), "--beam", "2"])
+    err = capsysbinary.readouterr().err.decode()
+    assert exc.value.code == 2 and err.splitlines()[-1].startswith(
+        f"python -m lib.translate: error: argument --run: {run / 'results.json'}: beam_alpha must be"
+    ), err
+    for args in (["--beam", "2", "--alpha", "1"], []):  # an explicit --alpha, or greedy decoding: not used
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"Ein Hund.\n")))
+        assert T.main(["--run", str(run), *args]) == 0
+        out, err = capsysbinary.readouterr()
+        assert out.count(b"\n") == 1 and err == b""
 
 
 def test_beam_search_decodes_at_most_max_hypotheses_at_once(shipped, sentences, monkeypatch):
@@ -521,32 +586,135 @@ def test_a_progress_bar_on_stderr_only_for_a_long_input_on_a_terminal(shipped, f
     assert ("12/12" in err and "line" in err) == terminal, err
 
 
-@pytest.mark.slow
-def test_ctrl_c_in_a_real_process_keeps_the_finished_lines(forty, tmp_path):
-    import signal
+@pytest.fixture
+def ctrl_c_works():
+    """SIGINT handled as in a terminal during the test, even when pytest runs as a script's background job: that
+    starts with SIGINT ignored, and so does every process it starts (how Ctrl-C was lost on another machine)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
-    lines = forty * 10  # 400 lines: several windows of batches of 8
-    source = tmp_path / "input.de"
-    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with source.open("rb") as stdin:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "lib.translate", "--run", str(SHIPPED_MODEL), "--batch-size", "8"],
-            stdin=stdin,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
+
+def _ctrl_c(swallowed=False):
+    """A real Ctrl-C to this process, now; ``swallowed``: caught and dropped, as an atexit callback or a ``__del__``
+    does (``raise_signal`` runs the handler before it returns)."""
     try:
-        first = proc.stdout.readline()  # the first translation arrives long before the input is done
-        assert first, proc.stderr.read().decode()[-2000:]
+        signal.raise_signal(signal.SIGINT)
+    except KeyboardInterrupt:
+        if not swallowed:
+            raise
+
+
+_MOMENTS = {  # where a Ctrl-C comes: (the function it comes in, at its n-th call, the lines then written or None)
+    "loading the run": ("load_run", 1, 0),
+    "in the first batch": ("greedy_decode", 1, None),  # 12 lines: 3 batches of 4 (they are not yet written)
+    "in the first batch, swallowed": ("greedy_decode", 1, None),
+    "writing line 5": ("_write", 5, 5),
+    "writing the last line": ("_write", 12, 12),
+    "at the end of the input": ("take", 2, 12),  # the second take finds the end of the input
+    "at the end of the input, swallowed": ("take", 2, 12),
+}
+
+
+@pytest.fixture(scope="module")
+def twelve(shipped, forty):
+    """Twelve test sentences and their greedy translations."""
+    return forty[:12], T.translate(shipped.model, shipped.tokenizer, forty[:12])
+
+
+@pytest.mark.parametrize("moment", list(_MOMENTS))
+def test_a_ctrl_c_at_any_moment_ends_with_status_130_and_the_finished_lines(
+    moment, shipped, twelve, monkeypatch, capsysbinary, ctrl_c_works
+):
+    # a Ctrl-C swallowed on its way (by an atexit callback, a __del__) was lost: status 0 after the last line; one
+    # while the run was loaded was a traceback
+    (lines, expected), (name, at, count) = twelve, _MOMENTS[moment]
+    owner = T._StdinLines if name == "take" else T
+    real, calls = getattr(owner, name), []
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == at:
+            _ctrl_c(swallowed="swallowed" in moment)
+        return shipped if name == "load_run" else real(*args, **kwargs)
+
+    monkeypatch.setattr(T, "load_run", lambda *a, **k: shipped)
+    monkeypatch.setattr(owner, name, spy)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO("\n".join(lines).encode() + b"\n")))
+    code = T.main(["--run", str(SHIPPED_MODEL), "--batch-size", "4"])
+    out, err = (text.decode() for text in capsysbinary.readouterr())
+    out = out.split("\n")[:-1]
+    assert code == 130 and "Traceback" not in err, err
+    assert out == expected[: len(out)] and (count is None or len(out) == count)
+    said = "nothing was written" if moment == "loading the run" else f"{len(out)} of 12 lines translated and written"
+    assert err.strip().splitlines()[-1] == f"interrupted: {said}", err
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # main put the previous handler back
+
+
+def test_a_ctrl_c_that_was_ignored_when_it_started_stays_ignored(shipped, forty, monkeypatch, capsysbinary):
+    # a script's background job (`cmd &`) starts with SIGINT ignored: a Ctrl-C in its terminal is not for it
+    real = T.greedy_decode
+
+    def spy(*args, **kwargs):
+        _ctrl_c()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(T, "greedy_decode", spy)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        code, out, _ = run_cli(monkeypatch, capsysbinary, shipped, "\n".join(forty[:8]).encode() + b"\n")
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert code == 0 and len(out) == 8
+
+
+def _started(proc, timeout=300):
+    """The first line the process writes: proof that it runs main, with its Ctrl-C handler (a hang guard only)."""
+    assert select.select([proc.stdout], [], [], timeout)[0], "no output"
+    return proc.stdout.readline()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("moment", ["between batches", "waiting for input", "after the last line"])
+def test_ctrl_c_in_a_real_process_keeps_the_finished_lines(moment, forty, ctrl_c_works):
+    # exit status 0 where pytest ran as a script's background job (`cmd &`): this process then started with SIGINT
+    # ignored, and took it only while a line was written; and Python's second-long shutdown dropped a late Ctrl-C
+    lines = forty * 10 if moment == "between batches" else forty[:3]
+    proc = subprocess.Popen(
+        [*CLI, "--run", str(SHIPPED_MODEL), "--batch-size", "8"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        proc.stdin.write(("\n".join(lines) + "\n").encode())  # 400 lines (24 kB) fit in a pipe's buffer
+        if moment == "after the last line":
+            proc.stdin.close()  # else stdin stays open: the process cannot end before the Ctrl-C, whenever it comes
+        else:
+            proc.stdin.flush()
+        first = [_started(proc)]
+        while moment != "between batches" and len(first) < len(lines):
+            first.append(proc.stdout.readline())
         proc.send_signal(signal.SIGINT)
-        rest, err = proc.communicate(timeout=120)
+        proc.wait(timeout=120)  # what it writes after the Ctrl-C fits in the pipes' buffers (64 kB)
+        rest, err = proc.stdout.read(), proc.stderr.read()
     finally:
         proc.kill()
-    written = (first + rest).decode().split("\n")[:-1]
-    err = err.decode()
-    assert proc.returncode == 130 and "Traceback" not in err, err[-2000:]
-    assert 1 <= len(written) < len(lines)
-    assert err.strip().splitlines()[-1] == f"interrupted: {len(written)} of {len(lines)} lines translated and written"
+    written, err = (b"".join(first) + rest).decode().split("\n")[:-1], err.decode()
+    assert "Traceback" not in err and "Exception ignored" not in err, err[-2000:]
+    if moment == "after the last line" and proc.returncode == 0:
+        assert len(written) == len(lines)  # it had ended, or settled its status, before the Ctrl-C came
+        return
+    assert proc.returncode == 130 and 1 <= len(written) <= len(lines) and all(written), err[-2000:]
+    said = err.strip().splitlines()[-1]
+    if moment == "after the last line":
+        assert said == "interrupted: 3 of 3 lines translated and written"
+    else:  # stdin is still open: the total is not known
+        match = re.fullmatch(r"interrupted: (\d+) of (\d+) lines read so far translated and written", said)
+        assert match, said
+        n, read = int(match[1]), int(match[2])
+        assert n == len(written) <= read <= len(lines) and (moment == "between batches" or n == 3), said
 
 
 # --- streaming stdin: a pipe's lines are translated as they arrive ----------------------------------------------
