@@ -198,9 +198,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"{max(per_seed):.4f}   all: {min(every):.4f} … {max(every):.4f}"
             )
     if args.json:
-        from lib.files import atomic_write_text
+        from lib.files import atomic_write_text, strict_json
 
-        atomic_write_text(args.json, json.dumps(runs, indent=1) + "\n")
+        atomic_write_text(args.json, strict_json(runs, indent=1, ensure_ascii=False, nan="warn") + "\n")
     return 0
 
 
