@@ -67,16 +67,15 @@ endif
 # Do not add MPLBACKEND=Agg: the kernel would then store figures as text ("<Figure size ...>"), not images.
 DETERMINISTIC_ENV := PYTHONHASHSEED=0 CUBLAS_WORKSPACE_CONFIG=:4096:8 JUPYTER_PREFER_ENV_PATH=1
 
-# Another machine, seen from this one: `make test NBVAL_NUMERIC=ATEN_CPU_CAPABILITY=default` re-runs the chapters
-# (nbval) on a numeric path other than the one `make execute` stored their outputs with: torch's CPU kernels without
-# SIMD, so float32 sums (softmax, norms, every training step) happen in another order, as on a CPU with other vector
-# units (AVX2 vs AVX-512, x86 vs ARM) or on a GPU. Every stored output nbval compares must come out the same: a
-# number that depends on the order of sums is printed at a precision every machine shares, or its cell asserts it
-# with a measured tolerance and is tagged nbval-ignore-output (CONTRIBUTING.md, "Numbers on every machine";
-# bench/numeric_spread.py measures the spread of the trained ones). Empty (the default for now): this machine's
-# own path. It becomes the default once every chapter passes on it (the tiny BERT's and the capstone's trained
-# numbers are not yet checked there).
-NBVAL_NUMERIC ?=
+# Another machine, seen from this one: `make test` re-runs the chapters (nbval) on a numeric path other than the one
+# `make execute` stored their outputs with. ATEN_CPU_CAPABILITY=default runs torch's CPU kernels without SIMD, so
+# float32 sums (softmax, norms, every training step) happen in another order, as on a CPU with other vector units
+# (AVX2 vs AVX-512, x86 vs ARM) or on a GPU; the notebooks take about a tenth longer (the capstone a quarter). Every
+# stored output nbval compares must come out the same: a number that depends on the order of sums is printed at a
+# precision every machine shares, or its cell asserts it with a measured tolerance and is tagged nbval-ignore-output
+# (CONTRIBUTING.md, "Numbers on every machine"; bench/numeric_spread.py measures the spread of the trained ones).
+# `make test NBVAL_NUMERIC=` runs them on this machine's own path instead.
+NBVAL_NUMERIC ?= ATEN_CPU_CAPABILITY=default
 
 # Kept training runs (lib.training.TRAIN_CACHE_ENV): nbval (make test) keeps the step-budgeted trainings of the
 # chapters here, and the student edition (make test-student), the same code, restores them instead of training

@@ -1,7 +1,7 @@
-"""`make test` can re-run the chapters on a numeric path other than this machine's own: another machine, seen here.
+"""`make test` re-runs the chapters on a numeric path other than this machine's own: another machine, seen here.
 
-The stored outputs are made by `make execute` on the author's machine; ``make test
-NBVAL_NUMERIC=ATEN_CPU_CAPABILITY=default`` runs every chapter on torch's CPU kernels without SIMD. These tests
+The stored outputs are made by `make execute` on the author's machine; `make test` runs every chapter with
+``NBVAL_NUMERIC=ATEN_CPU_CAPABILITY=default``, torch's CPU kernels without SIMD. These tests
 check that the Makefile passes ``NBVAL_NUMERIC`` to nbval, and that this path really changes torch's arithmetic
 here: a float32 sum comes out in another order, as on a CPU with other vector units.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-OTHER_PATH = "ATEN_CPU_CAPABILITY=default"  # make test NBVAL_NUMERIC=ATEN_CPU_CAPABILITY=default
+OTHER_PATH = "ATEN_CPU_CAPABILITY=default"  # the Makefile's NBVAL_NUMERIC
 PROBE = (
     "import torch; x = torch.randn(256, 1000, generator=torch.Generator().manual_seed(0)); "
     "print(torch.backends.cpu.get_cpu_capability(), x.sum().item())"
@@ -33,6 +33,7 @@ def _probe(assignments: str) -> tuple[str, float]:
 
 
 def test_make_test_passes_the_numeric_path_to_nbval():
+    assert f"NBVAL_NUMERIC ?= {OTHER_PATH}\n" in (ROOT / "Makefile").read_text()  # the default: not this machine's
     recipe = (ROOT / "Makefile").read_text().replace("\\\n", " ")
     nbval = [line for line in recipe.splitlines() if "-m pytest --nbval" in line and not line.lstrip().startswith("#")]
     assert len(nbval) == 1 and "$(NBVAL_NUMERIC)" in nbval[0].split("-m pytest --nbval")[0].rsplit(";", 1)[-1], nbval
