@@ -1,9 +1,11 @@
-"""`make test` re-runs the chapters on a numeric path other than this machine's own: another machine, seen here.
+"""`make test NBVAL_NUMERIC=...` re-runs the chapters on a numeric path other than this machine's own.
 
-The stored outputs are made by `make execute` on the author's machine; `make test` runs every chapter with
-``NBVAL_NUMERIC=ATEN_CPU_CAPABILITY=default``, torch's CPU kernels without SIMD. These tests
-check that the Makefile passes ``NBVAL_NUMERIC`` to nbval, and that this path really changes torch's arithmetic
-here: a float32 sum comes out in another order, as on a CPU with other vector units.
+The stored outputs are made by `make execute` on the author's machine; ``make test
+NBVAL_NUMERIC=ATEN_CPU_CAPABILITY=default`` runs every chapter with torch's CPU kernels without SIMD, another
+machine seen from this one. These tests check that the Makefile passes ``NBVAL_NUMERIC`` to nbval and to the
+student edition (whose kept trainings nbval made: restored on another path, they would not match the cells that
+recompute them), and that this path really changes torch's arithmetic here: a float32 sum comes out in another
+order, as on a CPU with other vector units.
 """
 
 from __future__ import annotations
@@ -32,11 +34,19 @@ def _probe(assignments: str) -> tuple[str, float]:
     return capability, float(total)
 
 
-def test_make_test_passes_the_numeric_path_to_nbval():
-    assert f"NBVAL_NUMERIC ?= {OTHER_PATH}\n" in (ROOT / "Makefile").read_text()  # the default: not this machine's
+def _recipe_lines(marker: str) -> list[str]:
     recipe = (ROOT / "Makefile").read_text().replace("\\\n", " ")
-    nbval = [line for line in recipe.splitlines() if "-m pytest --nbval" in line and not line.lstrip().startswith("#")]
+    return [line for line in recipe.splitlines() if marker in line and not line.lstrip().startswith("#")]
+
+
+def test_nbval_and_the_student_edition_run_on_the_same_numeric_path():
+    makefile = (ROOT / "Makefile").read_text()
+    assert "\nNBVAL_NUMERIC ?=\n" in makefile  # this machine's own by default; the other path is a developer's run
+    nbval = _recipe_lines("-m pytest --nbval")
     assert len(nbval) == 1 and "$(NBVAL_NUMERIC)" in nbval[0].split("-m pytest --nbval")[0].rsplit(";", 1)[-1], nbval
+    student = _recipe_lines("-m pytest -m student_execution")
+    assert len(student) == 1 and "$(NBVAL_NUMERIC)" in student[0].split("-m pytest")[0], student
+    assert "ATTENTION_BOOK_TRAIN_CACHE" in nbval[0] and "ATTENTION_BOOK_TRAIN_CACHE" in student[0]
 
 
 def test_the_other_path_changes_torchs_sums_here():
