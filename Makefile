@@ -71,16 +71,17 @@ DETERMINISTIC_ENV := PYTHONHASHSEED=0 CUBLAS_WORKSPACE_CONFIG=:4096:8 JUPYTER_PR
 # (lib.book.storing_outputs), which hold on the author's quiet 2-core CPU, not on every machine.
 STORING_ENV := ATTENTION_BOOK_STORING=1
 
-# Another machine, seen from this one: `make test NBVAL_NUMERIC=ATEN_CPU_CAPABILITY=default` re-runs the chapters
-# (nbval, and the student edition after it) on a numeric path other than the one `make execute` stored their outputs
-# with: torch's CPU kernels without SIMD, so float32 sums (softmax, norms, every training step) happen in another
-# order, as on a CPU with other vector units (AVX2 vs AVX-512, x86 vs ARM) or on a GPU. Every stored output nbval
-# compares must come out the same: a number that depends on the order of sums is printed at a precision every
-# machine shares, or its cell asserts it with a measured tolerance and is tagged nbval-ignore-output
-# (CONTRIBUTING.md, "Numbers on every machine"; bench/numeric_spread.py measures the spread of the trained ones).
-# Run it before storing or pinning a number. It is not the default, to keep CI's time: without SIMD the chapters
-# take longer (the capstone and tiny BERT/GPT 1,043 s against 821 s on a 2-core Intel Xeon).
-NBVAL_NUMERIC ?=
+# Another machine, seen from this one: `make test` re-runs the chapters (nbval, and the student edition after it)
+# on a numeric path other than the one `make execute` stored their outputs with. tools/numeric_path.py picks it:
+# ATEN_CPU_CAPABILITY=default, torch's kernels without SIMD (the capstone and BERT/GPT chapters take a quarter
+# longer). Float32 sums (softmax, norms, matrix products, every training step) then happen in another order, as on
+# a CPU with other vector units (AVX2 vs AVX-512, x86 vs ARM) or on a GPU. Every stored output nbval compares must come out the same: a number that
+# depends on the order of sums is printed at a precision every machine shares, or its cell asserts it with a
+# measured tolerance and is tagged nbval-ignore-output (CONTRIBUTING.md, "Numbers on every machine";
+# bench/numeric_spread.py measures the spread of the trained ones). The student edition runs on the same path as
+# nbval, whose kept trainings it restores (a run restored onto another path no longer matches the cells that
+# recompute it). `make test NBVAL_NUMERIC=` runs both on this machine's own path.
+NBVAL_NUMERIC ?= $(shell $(BIN)/python tools/numeric_path.py)
 
 # Kept training runs (lib.training.TRAIN_CACHE_ENV): nbval (make test) keeps the step-budgeted trainings of the
 # chapters here, and the student edition (make test-student), the same code, restores them instead of training
