@@ -64,3 +64,37 @@
   }
   window.addEventListener("resize", markAll);
 })();
+
+/* The sidebars' buttons on phones and tablets. Below 992 px the theme hides the sidebars and shows ☰ (chapters)
+   and ≣ (this page's contents) in the article header; a tap should open each as a drawer. pydata-sphinx-theme 0.17
+   binds its drawer, and sphinx-book-theme its wide-screen collapse, to the *first* .primary-toggle and
+   .secondary-toggle of the page (document.querySelector), which 0.17 added, hidden, to the top bar: the visible
+   buttons only showed a tooltip (pydata/pydata-sphinx-theme#2451). Each other button hands its click to the first
+   one, so the themes' own code opens the drawer (or, at 992 px and wider, collapses the chapter list), and focus
+   stays on the button that was used. tests/browser/test_navigation.py taps them at 390, 768 and 1,280 px. */
+(function () {
+  "use strict";
+
+  function forward(selector) {
+    var buttons = document.querySelectorAll(selector);
+    var bound = buttons[0];
+    for (var i = 1; i < buttons.length; i++) {
+      buttons[i].addEventListener("click", function (event) {
+        event.preventDefault();
+        event.stopImmediatePropagation();
+        bound.click();
+      });
+    }
+  }
+
+  function setUp() {
+    forward(".primary-toggle");
+    forward(".secondary-toggle");
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", setUp);
+  } else {
+    setUp();
+  }
+})();

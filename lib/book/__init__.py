@@ -21,5 +21,8 @@ def storing_outputs() -> bool:
     A duration the prose states ("about a minute on one CPU thread") holds on the machine the outputs were
     stored on, not on a reader's laptop, a GPU or a busy test machine: the chapters check such claims only in
     this run, and every other run (a reader's, nbval, the student edition) goes on.
+
+    Returns:
+        True when the environment variable ``ATTENTION_BOOK_STORING`` (:data:`STORING_ENV`) is ``1``.
     """
     return os.environ.get(STORING_ENV) == "1"

@@ -3,7 +3,9 @@
 - Accessibility: axe-core (vendored from npm at a pinned version and sha512, ``tools/vendor_js.py --tests``) runs
   on every page at 1,280 px; no violation of impact "critical" or "serious" is allowed. Every icon the theme shows
   is drawn by its web font (the site does not load the theme's 1.5 MB ``fontawesome.js``).
-- Code cells at 1,280 px: no code cell's code or printed output is wider than its box (long lines wrap inside it).
+- Code cells at 1,280 px: no code cell's code or printed output is wider than its box (long lines wrap inside it),
+  and no display formula is wider than the 688-px column (long ones are set over two or three lines); on a phone a
+  formula wider than the screen scrolls in its own box, with a shadow at the edge that hides more.
 - A 390-px touch phone: no page is wider than the screen (inline code wraps, tables scroll inside their own box),
   and the Transformer chapter's "Block in the picture / lib code" table has no tall, nearly empty rows.
 - Figures at their own size (``_theme/book.js``): every figure the page shows narrower than its own size (on a phone,
@@ -42,6 +44,13 @@ CODE_OVERFLOW_JS = """() => [...document.querySelectorAll(
     '.bd-article div.cell div.highlight pre, .bd-article div.cell_output pre, .bd-article div.output pre')]
   .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
   .map(pre => ({width: pre.scrollWidth, box: pre.clientWidth, text: pre.textContent.trim().slice(0, 60)}))"""
+
+# Display formulas wider than their column: the width MathJax drew against the box the page gives it, and whether
+# that box scrolls sideways (with the shadow cue of book.css).
+WIDE_FORMULAS_JS = """() => [...document.querySelectorAll('.bd-article mjx-container[display="true"]')].map(m => ({
+    drawn: Math.round(m.firstElementChild ? m.firstElementChild.getBoundingClientRect().width : 0),
+    box: Math.round(m.getBoundingClientRect().width), scrolls: getComputedStyle(m).overflowX === 'auto',
+    text: m.textContent.slice(0, 40)})).filter(f => f.drawn > f.box + 1)"""
 
 # Elements that stick out of the phone's screen on the right without a scrolling box of their own around them.
 WIDE_JS = """() => {
@@ -103,6 +112,8 @@ def test_desktop_page_is_accessible_and_its_code_fits(visit, path):
     assert not icons, f"{path}: icons without a glyph of the theme's web font: {icons[:3]}"
     overflowing = page.evaluate(CODE_OVERFLOW_JS)
     assert not overflowing, f"{path}: {len(overflowing)} code cells wider than their box at 1,280 px: {overflowing[:3]}"
+    formulas = page.evaluate(WIDE_FORMULAS_JS)
+    assert not formulas, f"{path}: display formulas wider than the 688-px column: {formulas[:3]}"
     assert v.problems() == [], "; ".join(v.problems())
 
 
@@ -115,6 +126,8 @@ def test_no_page_is_wider_than_a_phone(visit, path):
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=_shot(path, "phone"))
     assert width <= 390, f"{path}: the page is {width} px wide on a 390-px phone: {page.evaluate(WIDE_JS)}"
+    unboxed = [f for f in page.evaluate(WIDE_FORMULAS_JS) if not f["scrolls"]]
+    assert not unboxed, f"{path}: display formulas wider than a phone that do not scroll in their box: {unboxed[:3]}"
     figures = page.evaluate(FIGURES_JS)
     unloaded = [f["alt"] for f in figures if not f["natural"]]
     assert not unloaded, f"{path}: figures that did not load: {unloaded[:3]}"
