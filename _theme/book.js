@@ -98,3 +98,48 @@
     setUp();
   }
 })();
+
+/* Search results: a snippet shows a formula as text ("K · V"), not as its TeX source ("\(K \cdot V\)"), which the
+   pages' MathJax would have typeset but the search page reads raw. Sphinx's searchtools.js reads each result's
+   page through Search.htmlToText; the formulas are rewritten before it. tests/browser/test_navigation.py. */
+(function () {
+  "use strict";
+  var SYMBOLS = {
+    cdot: "·", times: "×", top: "ᵀ", sqrt: "√", sum: "∑", prod: "∏", in: "∈", le: "≤", ge: "≥", leq: "≤",
+    geq: "≥", ne: "≠", neq: "≠", approx: "≈", infty: "∞", to: "→", rightarrow: "→", dots: "…", ldots: "…",
+    cdots: "⋯", alpha: "α", beta: "β", gamma: "γ", delta: "δ", epsilon: "ε", theta: "θ", lambda: "λ", mu: "μ",
+    pi: "π", sigma: "σ", phi: "φ", omega: "ω", Sigma: "Σ", log: "log", exp: "exp", max: "max", min: "min",
+  };
+
+  function texToText(tex) {
+    return tex
+      .replace(/\\[()[\]]/g, "")
+      .replace(/\\(?:text|mathrm|mathbf|operatorname|texttt|mathit)\{([^{}]*)\}/g, "$1")
+      .replace(/\\frac\{([^{}]*)\}\{([^{}]*)\}/g, "$1/$2")
+      .replace(/\\([A-Za-z]+)/g, function (all, name) { return name in SYMBOLS ? SYMBOLS[name] : ""; })
+      .replace(/\\[,;:! ]/g, " ")
+      .replace(/[{}]/g, "")
+      .replace(/\^ᵀ/g, "ᵀ")
+      .replace(/\s+/g, " ")
+      .trim();
+  }
+
+  function patch() {
+    if (typeof Search === "undefined" || !Search.htmlToText || Search.bookPatched) return;
+    var original = Search.htmlToText;
+    Search.htmlToText = function (htmlString, anchor) {
+      var doc = new DOMParser().parseFromString(htmlString, "text/html");
+      doc.querySelectorAll("span.math, div.math").forEach(function (m) {
+        m.textContent = " " + texToText(m.textContent) + " ";
+      });
+      return original(doc.documentElement.outerHTML, anchor);
+    };
+    Search.bookPatched = true;
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", patch);
+  } else {
+    patch();
+  }
+})();

@@ -220,3 +220,20 @@ def test_the_sliders_are_a_fingers_height_on_a_phone(visit):
         ".map(s => s.getBoundingClientRect().height)"
     )
     assert heights and min(heights) >= 24, heights
+
+
+@pytest.mark.parametrize("query", ["dot product", "softmax scores"])
+def test_search_snippets_show_formulas_as_text(visit, query):
+    """Result snippets never show a formula's TeX source (``\\(K \\cdot V\\)``) or a table of one repeated word."""
+    v = visit(f"search.html?q={query.replace(' ', '+')}", wait_maths=False)
+    page = v.page
+    page.wait_for_function("() => document.querySelectorAll('#search-results li p.context').length >= 3", timeout=60000)
+    page.wait_for_timeout(1000)  # the remaining snippets
+    snippets = page.evaluate(
+        "() => [...document.querySelectorAll('#search-results li p.context')].map(p => p.textContent)"
+    )
+    raw = [s for s in snippets if re.search(r"\\[()\[\]]|\\[A-Za-z]{2,}", s)]
+    assert not raw, f"snippets with TeX source: {raw[:2]}"
+    repeated = [s for s in snippets if re.search(r"\b(\w+) \1 \1\b", s)]
+    assert not repeated, f"snippets of a repeated word: {repeated[:2]}"
+    assert v.problems() == [], "; ".join(v.problems())
