@@ -143,3 +143,20 @@
     patch();
   }
 })();
+
+/* Folded solutions: sphinx-togglebutton names every button "Toggle hidden content"; a screen reader's list of
+   buttons then reads the same words eight times a page. Each is named for what it opens ("Show Solution to
+   Exercise 3 (sa_scores)"). tests/browser/test_navigation.py. */
+(function () {
+  "use strict";
+
+  function name() {
+    document.querySelectorAll(".admonition .toggle-button").forEach(function (button) {
+      var title = button.closest(".admonition").querySelector(".admonition-title");
+      var text = title ? title.textContent.replace(/\s+/g, " ").trim() : "";
+      if (text) button.setAttribute("aria-label", "Show or hide: " + text);
+    });
+  }
+
+  window.addEventListener("load", name);
+})();

@@ -237,3 +237,17 @@ def test_search_snippets_show_formulas_as_text(visit, query):
     repeated = [s for s in snippets if re.search(r"\b(\w+) \1 \1\b", s)]
     assert not repeated, f"snippets of a repeated word: {repeated[:2]}"
     assert v.problems() == [], "; ".join(v.problems())
+
+
+def test_each_folded_solution_is_named_for_its_exercise(visit):
+    v = visit("chapters/self_attention.html", wait_maths=False)
+    page = v.page
+    page.wait_for_function("() => document.querySelector('.toggle-button[aria-label^=\"Show or hide\"]') !== null")
+    buttons = page.evaluate(
+        "() => [...document.querySelectorAll('.toggle-button')]"
+        ".map(b => ({name: b.getAttribute('aria-label'), hint: b.dataset.toggleHint}))"
+    )
+    names = [b["name"] for b in buttons]
+    assert len(buttons) >= 5 and len(set(names)) == len(names), names
+    assert all(re.fullmatch(r"Show or hide: Solution to Exercise \d+.*", n) for n in names), names
+    assert all("Click" not in b["hint"] for b in buttons), buttons
