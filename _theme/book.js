@@ -160,3 +160,38 @@
 
   window.addEventListener("load", name);
 })();
+
+/* Sliders that stay under the finger: a slider's label (the walk's "stage 9: ...") wraps to more or fewer lines
+   from one frame to the next, and the slider below it jumped up and down as a phone reader dragged it. The label
+   keeps the height of its tallest text. tests/browser/test_navigation.py. */
+(function () {
+  "use strict";
+
+  function reserve(slider) {
+    var value = slider.querySelector(".figure-slider-value");
+    var data = slider.querySelector(".figure-slider-data");
+    if (!value || !data) return;
+    var labels = JSON.parse(data.textContent).labels || [];
+    var shown = value.textContent;
+    var tallest = 0;
+    value.style.display = "inline-block";
+    value.style.minHeight = "";
+    labels.forEach(function (text) {
+      value.textContent = text;
+      tallest = Math.max(tallest, value.getBoundingClientRect().height);
+    });
+    value.textContent = shown;
+    value.style.minHeight = tallest + "px";
+  }
+
+  function reserveAll() {
+    document.querySelectorAll(".figure-slider").forEach(reserve);
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", reserveAll);
+  } else {
+    reserveAll();
+  }
+  window.addEventListener("resize", reserveAll);
+})();

@@ -251,3 +251,22 @@ def test_each_folded_solution_is_named_for_its_exercise(visit):
     assert len(buttons) >= 5 and len(set(names)) == len(names), names
     assert all(re.fullmatch(r"Show or hide: Solution to Exercise \d+.*", n) for n in names), names
     assert all("Click" not in b["hint"] for b in buttons), buttons
+
+
+def test_a_slider_stays_under_the_finger_through_its_frames(visit):
+    """The walk's label wraps to a different number of lines per stage: the slider must not move with it."""
+    v = visit("chapters/transformer.html", wait_maths=False, **PHONE)
+    tops = v.page.evaluate(
+        """() => [...document.querySelectorAll('.figure-slider')].map(root => {
+             const input = root.querySelector('.figure-slider-input'), seen = [];
+             for (let i = Number(input.min); i <= Number(input.max); i++) {
+               input.value = i;
+               input.dispatchEvent(new Event('input'));
+               seen.push(input.getBoundingClientRect().top - root.getBoundingClientRect().top);
+             }
+             return seen;
+           })"""
+    )
+    assert tops, "no slider on the page"
+    moving = [t for t in tops if max(t) - min(t) > 1]
+    assert not moving, f"sliders that move between frames (px from the top of their figure): {moving[:2]}"
