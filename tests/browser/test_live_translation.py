@@ -432,3 +432,28 @@ def test_from_file_url_the_page_says_what_to_run(browser):
         assert errors == [] and outside == []
     finally:
         context.close()
+
+
+def test_the_loading_line_counts_everything_the_page_fetches():
+    """The status line a reader sees while the page loads names the sizes of the files it fetches (to 0.05 MB) and
+    their total (to 1 MB): on a phone, 20 MB is what a reader needs to know before waiting."""
+    import re
+
+    source = (ROOT / "tools" / "explorer" / "live.js").read_text(encoding="utf-8")
+    line = re.search(r'"Loading the translator, about (\d+) MB[^;]*?…"', source, re.S)
+    assert line, "live.js: no loading line"
+    text = re.sub(r'"\s*\+\s*"', "", line.group(0))
+    stated = {kind: float(mb) for mb, kind in re.findall(r"([\d.]+) MB of (WebAssembly|weights|tokenizer)", text)}
+    static = SITE / "_static"
+    files = {
+        "WebAssembly": static / "onnxruntime-web" / "dist" / "ort-wasm-simd-threaded.wasm",
+        "weights": static / "live" / "weights.bin",
+        "tokenizer": static / "live" / "tokenizer.json",
+    }
+    actual = {kind: path.stat().st_size / 1e6 for kind, path in files.items()}
+    assert stated.keys() == actual.keys(), stated
+    assert all(abs(stated[k] - actual[k]) <= 0.05 for k in actual), (stated, actual)
+    rest = sum(p.stat().st_size for p in (static / "live").iterdir() if p not in files.values())
+    rest += (static / "onnxruntime-web" / "dist" / "ort.wasm.bundle.min.mjs").stat().st_size
+    total = (sum(actual.values()) * 1e6 + rest) / 1e6
+    assert abs(int(line.group(1)) - total) <= 1, (line.group(1), total)
