@@ -195,3 +195,49 @@
   }
   window.addEventListener("resize", reserveAll);
 })();
+
+/* Chinese in the text (the sources' terms, 自注意力, in the prose and the glossary) is marked lang="zh", so that a
+   screen reader switches voice and the browser picks a Chinese font for it. tests/browser/test_navigation.py. */
+(function () {
+  "use strict";
+  var HAN = /[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]+(?:[\s·・,，]*[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]+)*/g;
+  var SKIP = "script, style, code, pre, mjx-container, svg, [lang=\"zh\"]";
+
+  function mark(root) {
+    var walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+      acceptNode: function (node) {
+        HAN.lastIndex = 0;
+        if (!HAN.test(node.nodeValue)) return NodeFilter.FILTER_REJECT;
+        return node.parentElement.closest(SKIP) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT;
+      },
+    });
+    var nodes = [];
+    while (walker.nextNode()) nodes.push(walker.currentNode);
+    nodes.forEach(function (node) {
+      var text = node.nodeValue;
+      var parts = document.createDocumentFragment();
+      var last = 0;
+      text.replace(HAN, function (run, at) {
+        if (at > last) parts.appendChild(document.createTextNode(text.slice(last, at)));
+        var span = document.createElement("span");
+        span.lang = "zh";
+        span.textContent = run;
+        parts.appendChild(span);
+        last = at + run.length;
+      });
+      if (last < text.length) parts.appendChild(document.createTextNode(text.slice(last)));
+      node.parentNode.replaceChild(parts, node);
+    });
+  }
+
+  function markArticle() {
+    var article = document.querySelector(".bd-article");
+    if (article) mark(article);
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", markArticle);
+  } else {
+    markArticle();
+  }
+})();

@@ -270,3 +270,21 @@ def test_a_slider_stays_under_the_finger_through_its_frames(visit):
     assert tops, "no slider on the page"
     moving = [t for t in tops if max(t) - min(t) > 1]
     assert not moving, f"sliders that move between frames (px from the top of their figure): {moving[:2]}"
+
+
+def test_chinese_in_the_text_is_marked_as_chinese(visit):
+    v = visit("chapters/self_attention.html", wait_maths=False)
+    unmarked = v.page.evaluate(
+        """() => {
+             const han = /[\\u4e00-\\u9fff]/, out = [];
+             const walker = document.createTreeWalker(document.querySelector('.bd-article'), NodeFilter.SHOW_TEXT);
+             while (walker.nextNode()) {
+               const node = walker.currentNode;
+               if (!han.test(node.nodeValue) || node.parentElement.closest('script, style, code, pre, svg')) continue;
+               if (!node.parentElement.closest('[lang="zh"]')) out.push(node.nodeValue.trim().slice(0, 30));
+             }
+             return out;
+           }"""
+    )
+    marked = v.page.evaluate("() => document.querySelectorAll('.bd-article [lang=\"zh\"]').length")
+    assert marked > 0 and not unmarked, (marked, unmarked[:3])
