@@ -20,9 +20,12 @@ nucleus (top-p) sampling: Holtzman et al. (2020), "The Curious Case of Neural Te
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import torch
 from torch import Tensor
@@ -35,6 +38,7 @@ from .modern import ModernGPT
 from .special_tokens import BOS_ID, EOS_ID, PAD_ID
 
 __all__ = [
+    "in_eval_mode",
     "greedy_decode",
     "beam_search",
     "length_penalty",
@@ -46,6 +50,40 @@ __all__ = [
     "sample_next_token",
     "generate",
 ]
+
+
+F = TypeVar("F", bound=Callable)
+
+
+def in_eval_mode(search: F) -> F:
+    """Run ``search(model, ...)`` with the model in eval mode (dropout off), then give it back in its own mode.
+
+    A reader who decodes in the middle of a training loop gets the model back as it was: in training mode, dropout
+    on, for the steps that follow (``model.eval()`` inside the search would leave it off for good).
+
+    Args:
+        search: a function whose first argument is the model.
+
+    Returns:
+        The same function, that sets ``model.eval()`` before it runs and ``model.train(mode)`` after, even when it
+        raises.
+
+    Source: Srivastava et al. 2014, "Dropout", §2 (units are dropped while training only; at test time the whole
+    network is used), which ``torch.nn.Module.eval`` and ``train`` switch.
+    """
+
+    @functools.wraps(search)
+    def run(model, *args, **kwargs):
+        mode = getattr(model, "training", None)
+        if isinstance(mode, bool):
+            model.eval()
+        try:
+            return search(model, *args, **kwargs)
+        finally:
+            if isinstance(mode, bool):
+                model.train(mode)
+
+    return run  # type: ignore[return-value]
 
 
 def _search_steps(
@@ -66,8 +104,8 @@ def _search_steps(
     _check_int(beam_size, "beam_size", 1)
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
         raise TypeError(f"alpha must be a number (0.6 in Vaswani et al. 2017), got {alpha!r}")
-    if not math.isfinite(alpha):
-        raise ValueError(f"alpha must be finite, got {alpha}")
+    if not math.isfinite(alpha) or alpha < 0:
+        raise ValueError(f"alpha must be a finite number >= 0 (0.6 in Vaswani et al. 2017), got {alpha}")
     if not isinstance(model, EncoderDecoder):
         raise TypeError(
             f"model must be an encoder-decoder with encode, decode and new_cache (lib.interfaces.EncoderDecoder), "
@@ -94,6 +132,7 @@ def _strip(row: list[int], eos_id: int) -> list[int]:
 
 
 @torch.no_grad()
+@in_eval_mode
 def greedy_decode(
     model: EncoderDecoder,
     src: Tensor,
@@ -105,7 +144,8 @@ def greedy_decode(
     """Pick the most probable next token at every step, for a batch of sentences at once.
 
     Args:
-        model: a trained encoder–decoder (``lib.interfaces.EncoderDecoder``; put in eval mode here).
+        model: a trained encoder–decoder (``lib.interfaces.EncoderDecoder``; in eval mode for the search, then
+            given back in its own mode).
         src: source ids ``(batch, seq_s)``, right-padded.
         max_len: most target tokens to generate (default 1.5 · seq_s + 10, capped by the model's max_len).
         bos_id, eos_id: start and end token ids.
@@ -125,7 +165,6 @@ def greedy_decode(
     decoding; greedy is their beam search with a beam of size 1).
     """
     steps = _search_steps(model, src, max_len, bos_id, eos_id, use_cache=use_cache)  # checks the arguments
-    model.eval()
     memory, src_mask = model.encode(src)
     batch = src.size(0)
     cache = model.new_cache()
@@ -175,6 +214,7 @@ def length_penalty(length: Tensor, alpha: float) -> Tensor:
 
 
 @torch.no_grad()
+@in_eval_mode
 def beam_search(
     model: EncoderDecoder,
     src: Tensor,
@@ -205,14 +245,14 @@ def beam_search(
 
     Raises:
         TypeError: beam_size is not an int, alpha not a number, return_tree not a bool; as :func:`greedy_decode`.
-        ValueError: beam_size < 1; alpha not finite; bad src, max_len, bos_id or eos_id (as :func:`greedy_decode`).
+        ValueError: beam_size < 1; alpha negative or not finite; bad src, max_len, bos_id or eos_id (as
+            :func:`greedy_decode`).
 
     Source: Vaswani et al. 2017, §6.1; Wu et al. 2016, §7.
     """
     steps = _search_steps(
         model, src, max_len, bos_id, eos_id, beam_size=beam_size, alpha=alpha, return_tree=return_tree
     )
-    model.eval()
     memory, src_mask = model.encode(src)
     batch, k, device = src.size(0), beam_size, src.device
     memory = memory.repeat_interleave(k, dim=0)  # (batch·K, seq_s, d_model)

@@ -52,7 +52,7 @@ from tqdm import tqdm
 from .bpe import decode, encode
 from .checkpoint import load_run
 from .data import SPLITS, load_multi30k, pad_batch
-from .decode import beam_search, greedy_decode
+from .decode import beam_search, greedy_decode, in_eval_mode
 from .interfaces import AttentionMaps, EncoderDecoder
 from .metrics import BleuResult, corpus_bleu
 from .special_tokens import BOS_ID, EOS_ID, PAD_ID, UNK_ID
@@ -400,6 +400,7 @@ def _translations(
 
 
 @torch.no_grad()
+@in_eval_mode
 def translate(
     model: EncoderDecoder,
     tokenizer,
@@ -435,7 +436,7 @@ def translate(
         tokenizer: its tokenizer.
         sentences: source sentences (plain text), a list (or other iterable) of str.
         beam_size: 1 = greedy decoding, otherwise beam search with this width.
-        alpha: beam search's length-penalty exponent (finite).
+        alpha: beam search's length-penalty exponent (finite, >= 0).
         batch_size: most sentences (or pieces) decoded at once; lowered to ``max_hypotheses // beam_size``.
         device: default: the model's device.
         too_long: ``"split"`` (translate a too-long sentence in pieces, with a warning) or ``"error"``.
@@ -447,7 +448,7 @@ def translate(
 
     Raises:
         ValueError: ``sentences`` is a single str or holds a non-str; beam_size, batch_size or max_hypotheses
-            < 1; alpha not finite; too_long not ``"split"`` or ``"error"``; with ``too_long="error"``, a
+            < 1; alpha negative or not finite; too_long not ``"split"`` or ``"error"``; with ``too_long="error"``, a
             sentence longer than the model's limit (the message names its index).
     """
     if isinstance(sentences, str):
@@ -460,8 +461,8 @@ def translate(
         raise ValueError(f"beam_size and batch_size must be >= 1, got {beam_size} and {batch_size}")
     if max_hypotheses < 1:
         raise ValueError(f"max_hypotheses must be >= 1, got {max_hypotheses}")
-    if not math.isfinite(alpha):
-        raise ValueError(f"alpha must be a finite number, got {alpha}")
+    if not math.isfinite(alpha) or alpha < 0:
+        raise ValueError(f"alpha must be a finite number >= 0, got {alpha}")
     if too_long not in ("split", "error"):
         raise ValueError(f"too_long must be 'split' or 'error', got {too_long!r}")
     out, split = _translate(
@@ -562,6 +563,7 @@ class TranslationAttention:
 
 
 @torch.no_grad()
+@in_eval_mode
 def translation_attention(
     model: EncoderDecoder, tokenizer, source: str, translation: str | None = None
 ) -> TranslationAttention:
