@@ -8,10 +8,11 @@ A run folder (``runs/NAME`` from ``python -m lib.train``, or the shipped ``model
     tokenizer.json  the joint BPE tokenizer
     history.json    the validation history (one entry per validation)
     results.json    what was measured: command, hardware, minutes, tokens/s, BLEU
-    manifest.json   the SHA-256 of each file above and every hyper-parameter, written last
+    manifest.json   the SHA-256 and size of each file above and every hyper-parameter, written last
 
 Every file is written atomically (``lib.files``), so a crash or a full disk never leaves a fragment in place of
-a good file. :func:`load_run` trusts nothing it reads: it checks each file against the manifest, rejects
+a good file. :func:`load_run` trusts nothing it reads: it checks each file against the manifest (every size, and
+at most :data:`MAX_RUN_FILE_BYTES`, before any file is read; then the SHA-256 of each), rejects
 unknown or missing config fields, checks the weights against the config and the tokenizer against the
 embedding, and raises :class:`RunError` naming the file and the field when anything is wrong. Loading runs no
 code from a file: the weights are read with ``torch.load(..., weights_only=True)``.
@@ -72,6 +73,9 @@ _FILES = ("config.json", "model.pt", "tokenizer.json")
 _RECORDS = ("history.json", "results.json")
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
+#: The largest file a run may hold (4 GiB; the book's models are about 20 MB): a larger one is refused before it is
+#: read, so that a manifest naming a huge (or sparse) file cannot keep :func:`load_run` hashing for minutes.
+MAX_RUN_FILE_BYTES = 4 << 30
 
 #: The storage format with int8 embedding rows (see the module docstring) and the version this library reads.
 INT8_ROWS_FORMAT = "int8-rows"
@@ -140,6 +144,7 @@ def write_manifest(path: str | Path) -> Path:
     manifest = {
         "format": MANIFEST_FORMAT,
         "files": {name: sha256_file(folder / name) for name in names},
+        "bytes": {name: (folder / name).stat().st_size for name in names},
         "hyper_parameters": json.loads((folder / "config.json").read_text(encoding="utf-8")),
     }
     return atomic_write_text(folder / MANIFEST, strict_json(manifest, indent=2))
@@ -388,9 +393,21 @@ def _verify_manifest(folder: Path) -> None:
     files = manifest.get("files")
     if not isinstance(files, dict) or not set(_FILES) <= set(files):
         raise RunError(folder, MANIFEST, f"must list the SHA-256 of {', '.join(_FILES)}")
-    for name, expected in files.items():
+    unknown = sorted(set(files) - {*_FILES, *_RECORDS})
+    if unknown:
+        raise RunError(folder, MANIFEST, f"lists {', '.join(unknown)}, not a file of a run ({', '.join(_FILES)})")
+    sizes = manifest.get("bytes", {})  # manifests written before sizes were recorded have none
+    if not isinstance(sizes, dict):
+        raise RunError(folder, MANIFEST, '"bytes" must map file names to sizes')
+    for name in files:
         if not (folder / name).is_file():
             raise RunError(folder, name, "is listed in the manifest but missing")
+        size = (folder / name).stat().st_size  # sizes first: nothing is read before every size is checked
+        if size > MAX_RUN_FILE_BYTES:
+            raise RunError(folder, name, f"is {size:,} bytes, more than a run's file may be ({MAX_RUN_FILE_BYTES:,})")
+        if name in sizes and sizes[name] != size:
+            raise RunError(folder, name, f"is {size:,} bytes, the manifest says {sizes[name]:,}: changed or damaged")
+    for name, expected in files.items():
         if sha256_file(folder / name) != expected:
             raise RunError(
                 folder,

@@ -527,3 +527,48 @@ def test_every_json_of_a_run_is_strict_json(tmp_path):
     results = json.loads((tmp_path / "results.json").read_text())
     assert results == {"final_val_loss": None, "x": None, "bleu": None}
     assert load_run(tmp_path).history == [{"step": 1, "val_loss": None}]
+
+
+def _manifest(folder):
+    return json.loads((folder / "manifest.json").read_text())
+
+
+def test_a_manifest_records_every_files_size(tmp_path):
+    _tiny_run(tmp_path / "run")
+    manifest = _manifest(tmp_path / "run")
+    assert manifest["bytes"] == {name: (tmp_path / "run" / name).stat().st_size for name in manifest["files"]}
+
+
+def test_a_manifest_naming_a_huge_file_outside_the_run_is_refused_before_anything_is_read(tmp_path):
+    """A sparse 64-GiB file listed in the manifest: refused by name at once, never hashed (a hang, issue 45)."""
+    _tiny_run(tmp_path / "run")
+    folder = tmp_path / "run"
+    with open(folder / "huge.bin", "wb") as f:
+        f.truncate(64 << 30)
+    manifest = _manifest(folder)
+    manifest["files"]["huge.bin"] = "0" * 64
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(RunError, match=r"manifest\.json: lists huge\.bin, not a file of a run"):
+        load_run(folder)
+
+
+def test_a_file_of_another_size_than_the_manifest_says_is_refused_before_it_is_hashed(tmp_path, monkeypatch):
+    _tiny_run(tmp_path / "run")
+    folder = tmp_path / "run"
+    with open(folder / "model.pt", "r+b") as f:
+        f.truncate(64 << 30)  # a sparse 64-GiB model.pt: hashing it would take minutes
+    hashed = []
+    monkeypatch.setattr("lib.checkpoint.sha256_file", lambda path: hashed.append(path) or "0" * 64)
+    with pytest.raises(RunError, match=r"model\.pt: is 68,719,476,736 bytes, more than a run's file may be"):
+        load_run(folder)
+    assert hashed == []
+    monkeypatch.setattr("lib.checkpoint.MAX_RUN_FILE_BYTES", 1 << 40)
+    with pytest.raises(RunError, match=r"model\.pt: is 68,719,476,736 bytes, the manifest says [\d,]+: changed"):
+        load_run(folder)
+    assert hashed == []
+
+
+def test_a_manifest_without_sizes_still_loads(shipped_copy):
+    """The shipped runs' manifests were written before sizes were recorded: their files are hashed as before."""
+    assert "bytes" not in _manifest(shipped_copy)
+    load_run(shipped_copy)
