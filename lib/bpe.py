@@ -82,7 +82,7 @@ def train_bpe(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int =
     Raises:
         ValueError: ``vocab_size`` ≤ 4 (the number of special tokens), or smaller than the special tokens and the
             distinct characters of the texts (the message says how many that is); ``min_frequency`` < 1;
-            ``texts`` is empty or holds a non-string.
+            ``texts`` is empty, holds a non-string or only blank strings.
         RuntimeError: the trained vocabulary does not give the special tokens ids 0–3 (a safeguard against a
             change in the ``tokenizers`` trainer; not expected to happen).
 
@@ -99,6 +99,8 @@ def train_bpe(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int =
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise ValueError(f"texts must hold strings, texts[{i}] is {type(text).__name__}")
+    if not any(text.strip() for text in texts):
+        raise ValueError(f"texts hold no characters to learn sub-words from: all {len(texts)} are blank")
 
     tok = Tokenizer(models.BPE(unk_token=UNK))
     tok.normalizer = normalizers.NFKC()

@@ -115,6 +115,9 @@ def _search_steps(
         raise TypeError(f"src must be a torch.Tensor of token ids (batch, seq_s), got {type(src).__name__}")
     if src.dim() != 2 or src.dtype not in (torch.long, torch.int):
         raise ValueError(f"src must be integer token ids of shape (batch, seq_s), got {tuple(src.shape)} {src.dtype}")
+    empty = (src == PAD_ID).all(dim=1).nonzero().flatten().tolist()
+    if empty:
+        raise ValueError(f"src rows {empty} hold only padding: there is nothing to translate in them")
     vocab = getattr(model.config, "tgt_vocab_size", getattr(model.config, "vocab_size", None))
     for value, name in ((bos_id, "bos_id"), (eos_id, "eos_id")):
         if _check_int(value, name) < 0 or (vocab is not None and value >= vocab):
@@ -158,8 +161,8 @@ def greedy_decode(
     Raises:
         TypeError: model is not an ``EncoderDecoder``; src is not a tensor; max_len, bos_id or eos_id is not an int;
             use_cache is not a bool.
-        ValueError: src not ``(batch, seq_s)`` integer ids; max_len < 1; bos_id or eos_id outside the target
-            vocabulary.
+        ValueError: src not ``(batch, seq_s)`` integer ids, or a row of only padding; max_len < 1; bos_id or eos_id
+            outside the target vocabulary.
 
     Source: Sutskever et al. 2014, "Sequence to Sequence Learning with Neural Networks", §3.2 (left-to-right
     decoding; greedy is their beam search with a beam of size 1).

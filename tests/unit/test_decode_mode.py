@@ -1,8 +1,9 @@
-"""The decoders as a notebook reader calls them in the middle of a training loop (issue 45).
+"""The decoders (and the tokenizer) as a notebook reader calls them, in the middle of a training loop (issue 45).
 
 ``greedy_decode``, ``beam_search``, ``translate`` and ``translation_attention`` decode with dropout off, and give the
 model back in the mode it came in: a model in training mode stays in training mode (dropout on for the steps that
-follow), even when the search raises. A negative length penalty is refused by the library as by the command line.
+follow), even when the search raises. A negative length penalty is refused by the library as by the command line;
+a source of only padding, and a tokenizer learned from blank texts, are refused in one line.
 """
 
 from __future__ import annotations
@@ -87,3 +88,17 @@ def test_in_eval_mode_leaves_other_first_arguments_alone():
         return x
 
     assert first("not a model") == "not a model"
+
+
+def test_a_source_of_only_padding_is_refused_not_translated():
+    src = _src()
+    src[1] = PAD_ID
+    for search in (greedy_decode, beam_search):
+        with pytest.raises(ValueError, match=r"src rows \[1\] hold only padding"):
+            search(_model(), src)
+
+
+@pytest.mark.parametrize("texts", [[""], ["", "   ", "\n"]])
+def test_a_tokenizer_is_not_learned_from_blank_texts(texts):
+    with pytest.raises(ValueError, match="texts hold no characters to learn sub-words from"):
+        train_bpe(texts, vocab_size=60)
