@@ -241,3 +241,15 @@
     markArticle();
   }
 })();
+
+/* Keyboard users keep their place: sphinx-book-theme blurs the theme switch after every click (to hide its tooltip),
+   which sends the focus of a reader who pressed Enter or Space on it back to the top of the page. A click made from
+   the keyboard (event.detail 0) puts the focus back on the button. tests/browser/test_navigation.py. */
+(function () {
+  "use strict";
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest ? event.target.closest(".theme-switch-button") : null;
+    if (!button || event.detail !== 0) return;
+    setTimeout(function () { button.focus(); }, 0);
+  });
+})();

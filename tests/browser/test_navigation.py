@@ -288,3 +288,15 @@ def test_chinese_in_the_text_is_marked_as_chinese(visit):
     )
     marked = v.page.evaluate("() => document.querySelectorAll('.bd-article [lang=\"zh\"]').length")
     assert marked > 0 and not unmarked, (marked, unmarked[:3])
+
+
+def test_the_theme_switch_keeps_the_focus_when_used_from_the_keyboard(visit):
+    v = visit("chapters/self_attention.html", wait_maths=False)
+    page = v.page
+    switch = page.locator(".theme-switch-button:visible").first
+    switch.focus()
+    before = page.evaluate("() => document.documentElement.dataset.mode")
+    page.keyboard.press("Enter")
+    page.wait_for_timeout(200)
+    assert page.evaluate("() => document.documentElement.dataset.mode") != before
+    assert page.evaluate("() => document.activeElement.classList.contains('theme-switch-button')")
