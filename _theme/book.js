@@ -253,3 +253,55 @@
     setTimeout(function () { button.focus(); }, 0);
   });
 })();
+
+/* The attention explorer's map scrolls sideways in its box when it is wider than the screen (a long sentence, a
+   phone): a line under it says so, since a touch screen shows no scroll bar until the finger moves.
+   tests/browser/test_navigation.py. */
+(function () {
+  "use strict";
+  var HINT = "attn-scroll-hint";
+
+  function hint(figure) {
+    var next = figure.nextElementSibling;
+    var has = next && next.classList.contains(HINT);
+    var wide = figure.scrollWidth > figure.clientWidth + 1;
+    if (wide && !has) {
+      var line = document.createElement("p");
+      line.className = HINT;
+      line.textContent = "⟷ the map is wider than the page: scroll it sideways";
+      figure.insertAdjacentElement("afterend", line);
+    } else if (!wide && has) {
+      next.remove();
+    }
+  }
+
+  function hintAll() {
+    document.querySelectorAll(".attn-explorer .attn-figure").forEach(hint);
+  }
+
+  var pending = false;
+  function soon() {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(function () {
+      pending = false;
+      hintAll();
+    });
+  }
+
+  function watch() {
+    var article = document.querySelector(".bd-article");
+    if (!article) return;
+    new MutationObserver(function (changes) {
+      if (changes.some(function (c) { return !(c.target.classList && c.target.classList.contains(HINT)); })) soon();
+    }).observe(article, { childList: true, subtree: true });
+    hintAll();
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", watch);
+  } else {
+    watch();
+  }
+  window.addEventListener("resize", soon);
+})();

@@ -300,3 +300,20 @@ def test_the_theme_switch_keeps_the_focus_when_used_from_the_keyboard(visit):
     page.wait_for_timeout(200)
     assert page.evaluate("() => document.documentElement.dataset.mode") != before
     assert page.evaluate("() => document.activeElement.classList.contains('theme-switch-button')")
+
+
+# Each explorer map: wider than its box, and whether the line that says it scrolls follows it.
+MAPS_JS = """() => [...document.querySelectorAll('.attn-explorer .attn-figure')].map(f => ({
+  wide: f.scrollWidth > f.clientWidth + 1,
+  hint: !!(f.nextElementSibling && f.nextElementSibling.classList.contains('attn-scroll-hint'))}))"""
+
+
+@pytest.mark.parametrize(("screen", "wide"), [("phone", True), ("desktop", False)])
+def test_a_map_wider_than_the_page_says_it_scrolls(visit, screen, wide):
+    options = PHONE if screen == "phone" else {}
+    v = visit("chapters/self_attention.html", wait_maths=False, **options)
+    v.page.wait_for_function("() => document.querySelector('.attn-explorer svg') !== null")
+    v.page.wait_for_timeout(300)
+    maps = v.page.evaluate(MAPS_JS)
+    assert maps and all(m["wide"] == wide for m in maps), maps
+    assert all(m["hint"] == m["wide"] for m in maps), maps
