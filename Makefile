@@ -73,9 +73,9 @@ STORING_ENV := ATTENTION_BOOK_STORING=1
 
 # Another machine, seen from this one: `make test` re-runs the chapters (nbval, and the student edition after it)
 # on a numeric path other than the one `make execute` stored their outputs with. tools/numeric_path.py picks it:
-# ATEN_CPU_CAPABILITY=default, torch's kernels without SIMD (the capstone and BERT/GPT chapters take a quarter
-# longer). Float32 sums (softmax, norms, matrix products, every training step) then happen in another order, as on
-# a CPU with other vector units (AVX2 vs AVX-512, x86 vs ARM) or on a GPU. Every stored output nbval compares must come out the same: a number that
+# ATEN_CPU_CAPABILITY=avx2 on a CPU with AVX-512 (softmax in other bits, at the same speed), =default (torch's kernels
+# without SIMD: sums, norms, matrix products too) on others. Every training step then comes out in other last bits,
+# as on a CPU with other vector units (AVX2 vs AVX-512, x86 vs ARM) or on a GPU. Every stored output nbval compares must come out the same: a number that
 # depends on the order of sums is printed at a precision every machine shares, or its cell asserts it with a
 # measured tolerance and is tagged nbval-ignore-output (CONTRIBUTING.md, "Numbers on every machine";
 # bench/numeric_spread.py measures the spread of the trained ones). The student edition runs on the same path as

@@ -1,15 +1,19 @@
 """Print the numeric path `make test` runs the chapters on: one other than this machine's own.
 
 The stored outputs are made by `make execute` on the author's machine, on its own path. `make test` re-runs every
-chapter (nbval, then the student edition) with ``ATEN_CPU_CAPABILITY=default``, torch's CPU kernels without SIMD,
-so that float32 sums happen in another order, as on a reader's CPU with other vector units or on a GPU: sums,
-means, LayerNorm, exp, tanh, softmax and even matrix products come out with other last bits (the capstone and
-BERT/GPT chapters take about a quarter longer). ``avx2`` on an AVX-512 CPU would be faster but changes only
-softmax and log-softmax among these (measured with torch 2.13 on an Intel Xeon), so it is not the path chosen.
-Where torch already runs ``DEFAULT`` there is no other path: the line is empty, and stderr says so; the same
-where ``ATEN_CPU_CAPABILITY`` is already set (the path it names stands).
+chapter (nbval, then the student edition) with ``ATEN_CPU_CAPABILITY`` set to another of torch's CPU kernel sets, so
+that float32 arithmetic happens in another order, as on a reader's CPU with other vector units:
 
-Usage: ``python tools/numeric_path.py`` prints ``ATEN_CPU_CAPABILITY=default`` (or nothing) for the
+- on a CPU with AVX-512 (torch's ``AVX512``): ``avx2``, the kernels of most AMD and older Intel CPUs. Measured with
+  torch 2.13 on an Intel Xeon, it changes the bits of softmax and log-softmax (in every attention layer and every
+  loss, so every training run comes out different) at the machine's own speed;
+- on any other CPU with vector kernels (``AVX2``, ARM's ``SVE256``, ...): ``default``, torch's kernels without SIMD,
+  which also changes sums, means, LayerNorm, exp, tanh, GELU and matrix products, at a cost: the chapters take about
+  a quarter longer on an AMD EPYC, and about twice as long on that Xeon (too slow for CI there);
+- where torch already runs ``DEFAULT`` there is no other path: the line is empty, and stderr says so; the same
+  where ``ATEN_CPU_CAPABILITY`` is already set (the path it names stands).
+
+Usage: ``python tools/numeric_path.py`` prints ``ATEN_CPU_CAPABILITY=avx2`` (or ``=default``, or nothing) for the
 Makefile's ``NBVAL_NUMERIC``; ``make test NBVAL_NUMERIC=`` runs on the machine's own path instead.
 """
 
@@ -20,10 +24,15 @@ import sys
 
 import torch
 
+#: torch's capability when ATEN_CPU_CAPABILITY is unset -> another path at about the same speed.
+NEAR = {"AVX512": "avx2"}
+
 
 def other_path(native: str) -> str:
     """The ``ATEN_CPU_CAPABILITY`` value of a path other than ``native`` (torch's name for it), or ``""``."""
-    return "" if native == "DEFAULT" else "default"
+    if native == "DEFAULT":
+        return ""
+    return NEAR.get(native, "default")
 
 
 def main() -> int:
