@@ -145,8 +145,8 @@
 })();
 
 /* Folded solutions: sphinx-togglebutton names every button "Toggle hidden content"; a screen reader's list of
-   buttons then reads the same words eight times a page. Each is named for what it opens ("Show Solution to
-   Exercise 3 (sa_scores)"). tests/browser/test_navigation.py. */
+   buttons then reads the same words eight times a page. Each is named for what it opens ("Show or hide: Solution
+   to Exercise 3"). tests/browser/test_navigation.py. */
 (function () {
   "use strict";
 
