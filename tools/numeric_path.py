@@ -8,8 +8,8 @@ that float32 arithmetic happens in another order, as on a reader's CPU with othe
   torch 2.13 on an Intel Xeon, it changes the bits of softmax and log-softmax (in every attention layer and every
   loss, so every training run comes out different) at the machine's own speed;
 - on any other CPU with vector kernels (``AVX2``, ARM's ``SVE256``, ...): ``default``, torch's kernels without SIMD,
-  which also changes sums, means, LayerNorm, exp, tanh, GELU and matrix products, at a cost: the chapters take about
-  a quarter longer on an AMD EPYC, and about twice as long on that Xeon (too slow for CI there);
+  which also changes sums, means, LayerNorm, exp, tanh, GELU and matrix products, at a cost: on that Xeon the
+  capstone's training took about twice as long as on ``avx2`` (too slow for CI there);
 - where torch already runs ``DEFAULT`` there is no other path: the line is empty, and stderr says so; the same
   where ``ATEN_CPU_CAPABILITY`` is already set (the path it names stands).
 
