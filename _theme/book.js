@@ -6,6 +6,15 @@
    cursor and a line under it); a tap, a click or Enter shows it at its own size in a box that scrolls sideways, and
    a second one fits it to the column again. Figures already at their own size are left alone.
    tests/browser/test_layout.py checks it. */
+/* Runs fn once the page's HTML is parsed (at once if it already is); every part below starts with it. */
+function bookOnReady(fn) {
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", fn);
+  } else {
+    fn();
+  }
+}
+
 (function () {
   "use strict";
   var FIGURES = ".bd-article .cell_output img, .bd-article figure img";
@@ -57,11 +66,7 @@
     var img = document.activeElement;
     if (img && img.matches && img.matches(FIGURES) && toggle(img)) event.preventDefault();
   });
-  if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", markAll);
-  } else {
-    markAll();
-  }
+  bookOnReady(markAll);
   window.addEventListener("resize", markAll);
 })();
 
@@ -92,11 +97,7 @@
     forward(".secondary-toggle");
   }
 
-  if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", setUp);
-  } else {
-    setUp();
-  }
+  bookOnReady(setUp);
 })();
 
 /* Search results: a snippet shows a formula as text ("K · V"), not as its TeX source ("\(K \cdot V\)"), which the
@@ -137,11 +138,7 @@
     Search.bookPatched = true;
   }
 
-  if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", patch);
-  } else {
-    patch();
-  }
+  bookOnReady(patch);
 })();
 
 /* Folded solutions: sphinx-togglebutton names every button "Toggle hidden content"; a screen reader's list of
@@ -188,11 +185,7 @@
     document.querySelectorAll(".figure-slider").forEach(reserve);
   }
 
-  if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", reserveAll);
-  } else {
-    reserveAll();
-  }
+  bookOnReady(reserveAll);
   window.addEventListener("resize", reserveAll);
 })();
 
@@ -235,11 +228,7 @@
     if (article) mark(article);
   }
 
-  if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", markArticle);
-  } else {
-    markArticle();
-  }
+  bookOnReady(markArticle);
 })();
 
 /* Keyboard users keep their place: sphinx-book-theme blurs the theme switch after every click (to hide its tooltip),
@@ -298,10 +287,6 @@
     hintAll();
   }
 
-  if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", watch);
-  } else {
-    watch();
-  }
+  bookOnReady(watch);
   window.addEventListener("resize", soon);
 })();
