@@ -43,7 +43,11 @@ const CSS = `
 .attn-explorer label { display: inline-flex; gap: .4em; align-items: center; max-width: 100%; }
 .attn-explorer select { font: inherit; padding: .15em .3em; max-width: 28em; min-width: 0; flex: 0 1 auto; }
 .attn-explorer select:focus-visible { outline: 3px solid #f59e0b; outline-offset: 2px; }
-.attn-explorer .attn-readout { min-height: 1.5em; margin: .5em 0; font-variant-numeric: tabular-nums; }
+/* The readout and, hidden under it, the longest texts it can show: its box is as high as the tallest of them at
+   any width, so that a shorter text never pulls the map up under the pointer. */
+.attn-explorer .attn-readout-box { display: grid; margin: .5em 0; font-variant-numeric: tabular-nums; }
+.attn-explorer .attn-readout-box > p { grid-area: 1 / 1; margin: 0; min-height: 1.5em; }
+.attn-explorer .attn-readout-sizer { visibility: hidden; }
 .attn-explorer .attn-figure { overflow-x: auto; contain: inline-size; } /* a wide map scrolls, not the page */
 .attn-explorer svg { display: block; -webkit-tap-highlight-color: transparent; }
 /* The focus ring is drawn inside the scrolling box, which would clip a ring drawn around it. */
@@ -158,8 +162,11 @@ export function mount(root, data, options = {}) {
   const headSelect = makeSelect("head", "Head");
   const caption = el(doc, "p", { class: "attn-caption" });
   const readout = el(doc, "p", { class: "attn-readout", "aria-live": "polite", id: `${uid}-readout` });
+  const sizers = [0, 1, 2, 3].map(() => el(doc, "p", { class: "attn-readout-sizer", "aria-hidden": "true" }));
+  const readoutBox = el(doc, "div", { class: "attn-readout-box" });
+  readoutBox.append(...sizers, readout);
   const figure = el(doc, "div", { class: "attn-figure" });
-  root.append(controls, caption, readout, figure);
+  root.append(controls, caption, readoutBox, figure);
 
   let current = null; // { svg, sentence, map, rows, cols, labels, ... } of what is drawn
   const decimals = () => (Number.isInteger(data.decimals) ? data.decimals : 3);
@@ -327,6 +334,7 @@ export function mount(root, data, options = {}) {
     current = { svg, s, rows, cols, rowText, colText, rowName, colName, map, cell, left, top, rowLabels, colLabels,
       rowBand, colBand, cursor };
     pinned = null;
+    size();
     const pointed = (event) => {
       lastPointer = { time: event.timeStamp, type: event.pointerType || "mouse" };
     };
@@ -347,9 +355,54 @@ export function mount(root, data, options = {}) {
     if (on) for (const [k, v] of Object.entries({ x, y, width: w, height: h })) rect.setAttribute(k, v);
   }
 
+  const CLEARED =
+    "Point at or tap a cell or a token (tap it again or press Escape to clear; focus the map to use the arrow keys).";
+
+  /** What the readout says of row r and/or column c (either may be null, not both). */
+  function describe(r, c) {
+    const { rowText, colText, rowName, colName, map } = current;
+    if (r !== null && c !== null) {
+      return `${rowName} “${rowText[r]}” → ${colName} “${colText[c]}”: ${fmt(map[r][c])}`;
+    }
+    if (r !== null) {
+      const row = map[r];
+      const best = row.indexOf(Math.max(...row));
+      // The weights shown are rounded, so their sum is 1 only up to that rounding: it is shown to one decimal
+      // fewer (1.00, not 1.003).
+      const sum = row.reduce((a, b) => a + b, 0);
+      return (
+        `${rowName} “${rowText[r]}”: its weights sum to ${sum.toFixed(Math.max(0, decimals() - 1))} ` +
+        `(each shown rounded to ${decimals()} decimals); the largest, ${fmt(row[best])}, ` +
+        `is on ${colName} “${colText[best]}”`
+      );
+    }
+    const column = map.map((row) => row[c]);
+    const best = column.indexOf(Math.max(...column));
+    return (
+      `${colName} “${colText[c]}”: attended to most, ${fmt(column[best])}, ` +
+      `by ${rowName} “${rowText[best]}”`
+    );
+  }
+
+  /** Fill the readout's hidden sizers: the cleared text and the longest text of each kind this map can give. */
+  function size() {
+    const rowIndex = [...current.rows.keys()];
+    const colIndex = [...current.cols.keys()];
+    const longest = (texts) => texts.reduce((a, b) => (b.length > a.length ? b : a), "");
+    const texts = [
+      CLEARED,
+      longest(rowIndex.map((r) => describe(r, null))),
+      longest(colIndex.map((c) => describe(null, c))),
+      longest(rowIndex.flatMap((r) => colIndex.map((c) => describe(r, c)))),
+    ];
+    sizers.forEach((sizer, i) => {
+      sizer.textContent = texts[i];
+    });
+  }
+
   /** Highlight row r and/or column c (either may be null) and describe them in the readout. */
   function highlight(r, c) {
-    const { rows, cols, rowText, colText, rowName, colName, map, cell, left, top } = current;
+    const { rows, cols, map, cell, left, top } = current;
     const isPinned = pinned !== null && pinned.r === r && pinned.c === c;
     current.rowLabels.forEach((t, i) => t.classList.toggle("attn-active", i === r));
     current.colLabels.forEach((t, i) => t.classList.toggle("attn-active", i === c));
@@ -359,28 +412,15 @@ export function mount(root, data, options = {}) {
     current.cursor.setAttribute("visibility", both ? "visible" : "hidden");
     current.cursor.classList.toggle("attn-pinned", isPinned);
     readout.dataset.pinned = String(isPinned);
+    if (r === null && c === null) return;
+    readout.textContent = describe(r, c);
     if (both) {
       current.cursor.setAttribute("x", left + c * cell);
       current.cursor.setAttribute("y", top + r * cell);
-      const w = map[r][c];
-      readout.textContent = `${rowName} “${rowText[r]}” → ${colName} “${colText[c]}”: ${fmt(w)}`;
-      Object.assign(readout.dataset, { row: r, col: c, weight: fmt(w), query: rows[r], key: cols[c] });
+      Object.assign(readout.dataset, { row: r, col: c, weight: fmt(map[r][c]), query: rows[r], key: cols[c] });
     } else if (r !== null) {
-      const row = map[r];
-      const best = row.indexOf(Math.max(...row));
-      // The weights shown are rounded, so their sum is 1 only up to that rounding: it is shown to one decimal
-      // fewer (1.00, not 1.003).
-      const sum = row.reduce((a, b) => a + b, 0);
-      readout.textContent =
-        `${rowName} “${rowText[r]}”: its weights sum to ${sum.toFixed(Math.max(0, decimals() - 1))} ` +
-        `(each shown rounded to ${decimals()} decimals); the largest, ${fmt(row[best])}, ` +
-        `is on ${colName} “${colText[best]}”`;
       Object.assign(readout.dataset, { row: r, col: "", weight: "", query: rows[r], key: "" });
-    } else if (c !== null) {
-      const column = map.map((row) => row[c]);
-      const best = column.indexOf(Math.max(...column));
-      readout.textContent =
-        `${colName} “${colText[c]}”: attended to most, ${fmt(column[best])}, by ${rowName} “${rowText[best]}”`;
+    } else {
       Object.assign(readout.dataset, { row: "", col: c, weight: "", query: "", key: cols[c] });
     }
   }
@@ -390,8 +430,7 @@ export function mount(root, data, options = {}) {
     current.rowLabels.concat(current.colLabels).forEach((t) => t.classList.remove("attn-active"));
     for (const b of [current.rowBand, current.colBand, current.cursor]) b.setAttribute("visibility", "hidden");
     current.cursor.classList.remove("attn-pinned");
-    readout.textContent =
-      "Point at or tap a cell or a token (tap it again or press Escape to clear; focus the map to use the arrow keys).";
+    readout.textContent = CLEARED;
     Object.assign(readout.dataset, { row: "", col: "", weight: "", query: "", key: "", pinned: "false" });
   }
 

@@ -41,6 +41,14 @@ def current_view(page) -> tuple[str, int, str]:
     return values[0], int(values[1]), values[2]
 
 
+MAP_TOP_JS = "e => e.getBoundingClientRect().top + window.scrollY"
+
+
+def map_top_on_page(page) -> float:
+    """Where the map's top edge is on the page: the readout above it must not move it as its text changes."""
+    return page.locator(f"{EXPLORER} svg").evaluate(MAP_TOP_JS)
+
+
 def want_map(sentence: dict, kind: str, layer: int, head: str) -> tuple[list[list[float]], float]:
     heads = sentence["maps"][kind][layer]
     if head == "mean":
@@ -129,8 +137,10 @@ def test_chapter_explorer_hover_shows_the_token_pair_and_weight(visit, server, p
     rows, cols = axes(s, kind)
     row_name = "query" if kind == "encoder" else "query predicting"
     readout = page.locator(f"{EXPLORER} .attn-readout")
+    map_top = map_top_on_page(page)
     for r, c in [(0, 0), (1, len(cols) - 1), (len(rows) - 1, 1), (len(rows) // 2, len(cols) // 2)]:
         page.locator(f"{EXPLORER} rect.attn-cell[data-row='{r}'][data-col='{c}']").hover()
+        assert map_top_on_page(page) == map_top, ("the map moved under the pointer", r, c)
         assert readout.inner_text() == f"{row_name} “{rows[r]}” → key “{cols[c]}”: {weights[r][c]:.3f}", (r, c)
         assert page.locator(f"{EXPLORER} text.attn-active").all_text_contents() == [rows[r], cols[c]]
         assert (readout.get_attribute("data-row"), readout.get_attribute("data-col")) == (str(r), str(c))
@@ -143,6 +153,31 @@ def test_chapter_explorer_hover_shows_the_token_pair_and_weight(visit, server, p
         f"{row_name} “{rows[r]}”: its weights sum to {total:.2f} (each shown rounded to 3 decimals); the largest, "
     )
     assert problems(v, server, log_start) == []
+
+
+@pytest.mark.parametrize("width", [1280, 768, 390])
+def test_pointing_at_a_cell_or_a_token_never_moves_the_map(visit, width):
+    """The readout above the map changes from one line to three as the pointer moves from a cell to a token: its
+    box keeps the height of the longest text it can show, so the map stays where the pointer found it (a map that
+    moved by more than half a cell put the pointer on the row above)."""
+    v = visit("chapters/self_attention.html", viewport={"width": width, "height": 900})
+    page = v.page
+    page.wait_for_selector(f"{EXPLORER} rect.attn-cell")
+    top = map_top_on_page(page)
+    targets = [
+        "rect.attn-cell[data-row='1'][data-col='2']",
+        "text.attn-row-label[data-row='2']",
+        "text.attn-col-label[data-col='3']",
+        "rect.attn-cell[data-row='0'][data-col='0']",
+    ]
+    readouts = []
+    for target in targets:
+        page.locator(f"{EXPLORER} {target}").hover()
+        assert map_top_on_page(page) == top, (width, target)
+        readouts.append(page.locator(f"{EXPLORER} .attn-readout").inner_text())
+    page.mouse.move(0, 0)  # off the map: the readout's first text again
+    assert map_top_on_page(page) == top, (width, "cleared")
+    assert len(set(readouts)) == len(targets)  # each target gave its own text
 
 
 def test_chapter_explorers_page_weight(visit, server):
