@@ -10,7 +10,7 @@ attention's shapes and what a ``view`` without ``transpose`` scrambles, the sinu
 against pre-LN, the KV cache, BERT's input, efficient attentions' patterns, RoPE, grouped-query heads) take the
 numbers the chapter computes with ``lib`` and write them, so a schematic cannot drift from the code. They fit a
 page's content column (at most 6.9 in wide, no text under 9 pt), use colour-blind-safe colours, and
-:func:`save_svg` writes any of them as SVG with the text kept as text.
+:func:`save_svg` writes any of them as SVG, plain labels as text and maths labels as outlines (no font needed).
 """
 
 from __future__ import annotations
@@ -23,9 +23,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from matplotlib import font_manager, rc_context, rcParams
+from matplotlib import font_manager, patheffects, rc_context, rcParams
+from matplotlib.cbook import is_math_text
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Rectangle
+from matplotlib.text import Text
 
 __all__ = [
     "plot_transformer_diagram",
@@ -446,7 +448,13 @@ def _title(ax: Any, fig: Figure, title: str | None) -> None:
 
 
 def save_svg(fig: Figure, path: Any) -> None:
-    """Write a figure as SVG with its text kept as ``<text>`` elements (sharp at any zoom, searchable, selectable).
+    """Write a figure as SVG: plain labels as ``<text>``, maths labels as outlines.
+
+    A plain label is one ``<text>`` element, anchored at its start, middle or end: sharp at any zoom, searchable,
+    and drawn with whatever sans-serif font the reader's system has. A maths label (``$\\alpha_{ij}$``) is set by
+    matplotlib glyph by glyph at DejaVu Sans's widths, and its radicals use STIX size fonts: kept as text it falls
+    apart on a system without those fonts (Windows, macOS, iOS, Android), so it is written as outlines, which need
+    no font. (The site shows every schematic as an image with its alt text, which names what the labels say.)
 
     Args:
         fig: the figure (any figure of :mod:`lib.diagrams` or :mod:`lib.plots`).
@@ -454,11 +462,20 @@ def save_svg(fig: Figure, path: Any) -> None:
 
     Returns:
         None; the SVG is in ``path``, the same bytes for the same figure (fixed ids, no date). ``svg.fonttype:
-        none`` is set only while saving (no global rcParams change).
+        none`` is set only while saving (no global rcParams change), and the figure is left as it was.
     """
-    # A fixed salt for the ids matplotlib gives clip paths and no date: the same figure gives the same bytes.
-    with rc_context({"svg.fonttype": "none", "svg.hashsalt": "attention-book"}):
-        fig.savefig(path, format="svg", metadata={"Date": None})
+    # A path effect draws a label through the renderer's outline path, whatever svg.fonttype says.
+    maths = [t for t in fig.findobj(Text) if t.get_visible() and is_math_text(t.get_text())]
+    effects = [t.get_path_effects() for t in maths]
+    for label in maths:
+        label.set_path_effects([patheffects.Normal()])
+    try:
+        # A fixed salt for the ids matplotlib gives clip paths and no date: the same figure gives the same bytes.
+        with rc_context({"svg.fonttype": "none", "svg.hashsalt": "attention-book"}):
+            fig.savefig(path, format="svg", metadata={"Date": None})
+    finally:
+        for label, effect in zip(maths, effects):
+            label.set_path_effects(effect)
 
 
 def to_svg(fig: Figure) -> str:

@@ -13,6 +13,7 @@ import re
 import xml.etree.ElementTree as ET
 
 import matplotlib
+import matplotlib.text
 
 matplotlib.use("Agg")  # before pyplot is imported; pyplot is used only to check it stays empty
 
@@ -21,6 +22,7 @@ import numpy as np
 import pytest
 import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.cbook import is_math_text
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch, Rectangle
 
@@ -298,6 +300,51 @@ def test_svg_keeps_text_as_text(diagrams, tmp_path):
     assert matplotlib.rcParams["svg.fonttype"] == "path", "save_svg changed rcParams"
     svg = (tmp_path / "qkv_step.svg").read_text(encoding="utf-8")
     assert "机器" in svg and "学习" in svg
+
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+def _svg_text_groups(svg: str) -> dict[str, ET.Element]:
+    """matplotlib's ``<g id="text_N">`` groups, one per drawn Text, by id."""
+    groups = ET.fromstring(svg).iter(f"{SVG_NS}g")
+    return {g.get("id"): g for g in groups if (g.get("id") or "").startswith("text_")}
+
+
+def test_svg_draws_maths_labels_as_outlines_that_need_no_font(diagrams):
+    """A maths label kept as text is one <text> per glyph placed at DejaVu Sans's widths (with a STIX size font for
+    a radical): on a system without those fonts it reads "softm ax". Each is written as outlines; plain labels stay
+    one <text> each; the only font asked for is the sans-serif family (with a CJK fallback)."""
+    with_maths = 0
+    for name, fig in diagrams.items():
+        texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
+        maths = [t for t in texts if is_math_text(t.get_text())]
+        effects_before = [t.get_path_effects() for t in texts]
+        svg = D.to_svg(fig)
+        assert [t.get_path_effects() for t in texts] == effects_before, f"{name}: save_svg left path effects"
+        assert "STIX" not in svg and "DejaVu Sans Display" not in svg, name
+        families = {f.split(",")[0].strip() for f in re.findall(r"font-family: ([^;\"]+)", svg)}
+        assert families <= {"'DejaVu Sans'", "'DejaVu Sans Mono'"}, (name, families)
+        # every <text> holds a whole plain label: no maths label was set glyph by glyph
+        plain = {line for t in texts if not is_math_text(t.get_text()) for line in t.get_text().split("\n")}
+        for el in ET.fromstring(svg).iter(f"{SVG_NS}text"):
+            assert "".join(el.itertext()) in plain, (name, "".join(el.itertext()))
+        if maths:
+            with_maths += 1
+            outlined = [g for g in _svg_text_groups(svg).values() if g.find(f"{SVG_NS}text") is None]
+            assert len(outlined) >= len(maths), (name, len(outlined), len(maths))
+    assert with_maths >= 4  # the schematics with α_ij, √d_k, softmax, W^Q ... in their labels
+
+
+def test_svg_of_a_plot_with_a_maths_axis_label():
+    fig = Figure(figsize=(3, 2))
+    ax = fig.add_subplot()
+    ax.plot([1, 2], [3, 4])
+    ax.set_xlabel(r"$\sqrt{d_k}$")
+    ax.set_ylabel("weight")
+    svg = D.to_svg(fig)
+    assert "STIX" not in svg and ">weight<" in svg
+    assert "sqrt" not in svg and "d_k" not in svg  # the maths label is outlines, not text
 
 
 def _strings(fig: Figure) -> list[str]:
