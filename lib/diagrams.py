@@ -2,8 +2,9 @@
 
 Hand-placed boxes, arrows and labels, not data: each function takes the few numbers a schematic shows (the number of
 layers written beside a stack) and returns a :class:`matplotlib.figure.Figure`, built without ``pyplot`` (no global
-figure registry, no ``plt.show()``, no rcParams changes), like the figures of :mod:`lib.plots`. A leaf: matplotlib
-only, nothing from ``lib``; the labels name ``lib`` code as text, which the tests resolve.
+figure registry, no ``plt.show()``, no rcParams changes), like the figures of :mod:`lib.plots`. Nearly a
+leaf: matplotlib and :mod:`lib.token_labels` (sub-word tokens labelled as words, as the explorer labels them), nothing
+else from ``lib``; the labels name ``lib`` code as text, which the tests resolve.
 
 The mechanism schematics (the encoder–decoder's context vector, a Bahdanau step, one token's q/k/v, multi-head
 attention's shapes and what a ``view`` without ``transpose`` scrambles, the sinusoidal clocks, masks, post-LN
@@ -28,6 +29,8 @@ from matplotlib.cbook import is_math_text
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Rectangle
 from matplotlib.text import Text
+
+from lib.token_labels import token_labels
 
 __all__ = [
     "plot_transformer_diagram",
@@ -421,7 +424,7 @@ def _bools(x: Any, name: str, ndim: int) -> np.ndarray:
 def _labels(x: Any, name: str, most: int, least: int = 1) -> list[str]:
     if isinstance(x, str) or not isinstance(x, Sequence):
         raise ValueError(f"{name} must be a sequence of labels, got {type(x).__name__}")
-    labels = [str(s) for s in x]
+    labels = token_labels(x)  # "▁Hund" -> "Hund", a continuation "maschine" -> "-maschine"
     if not least <= len(labels) <= most:
         raise ValueError(f"{name} must have {least} to {most} labels to fit the page, got {len(labels)}")
     return labels

@@ -5,9 +5,10 @@ Every function here is pure: it takes arrays (numpy arrays or torch tensors) and
 ``plt.show()``, no rcParams changes) and returns it. In a notebook the returned figure is displayed
 by ending a cell with it; ``fig.savefig(...)`` writes it to a file.
 
-Token labels may contain CJK characters (``"我 爱 机器 学习"``) or sub-word pieces (``"▁Ein"``).
-When a label has characters that the default font lacks, its tick labels get a font-family list
-that adds an installed CJK font (Noto Sans CJK, WenQuanYi, Droid Sans Fallback, AR PL, ...) as a
+Token labels may contain CJK characters (``"我 爱 机器 学习"``) or sub-word pieces: a sequence that marks word
+starts (``"▁Ein"``) is labelled as the attention explorer labels it (``Ein``, a continuation ``-e``;
+:mod:`lib.token_labels`). When a label has characters that the default font lacks, its tick labels get a font-family
+list that adds an installed CJK font (Noto Sans CJK, WenQuanYi, Droid Sans Fallback, AR PL, ...) as a
 fallback. Without one the missing characters are drawn as placeholder boxes, without warnings.
 On Debian/Ubuntu ``apt-get install fonts-noto-cjk`` (or ``fonts-wqy-microhei``) provides a font.
 """
@@ -33,6 +34,8 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
+
+from lib.token_labels import token_labels
 
 __all__ = [
     "plot_attention",
@@ -127,12 +130,13 @@ def _squeeze_leading(arr: np.ndarray, ndim: int, name: str, what: str) -> np.nda
 
 
 def _check_labels(labels: Sequence[Any] | None, size: int, arg: str, axis: str) -> list[str] | None:
-    """Labels as strings, or ValueError naming the axis and both sizes."""
+    """Labels as strings (sub-word tokens as words, :func:`lib.token_labels.token_labels`), or ValueError naming the
+    axis and both sizes."""
     if labels is None:
         return None
     if isinstance(labels, str):
         raise ValueError(f"{arg} must be a sequence of labels (one per token), not one string")
-    labels = [str(label) for label in labels]
+    labels = token_labels(labels)  # "▁Hund" -> "Hund", a continuation "maschine" -> "-maschine"
     if len(labels) != size:
         raise ValueError(f"{arg} has {len(labels)} labels but the {axis} has {size} positions")
     return labels
@@ -714,7 +718,8 @@ def plot_beam_tree(
     path_edges = set(itertools.pairwise(path))
     families = _label_families(names)
     steps = max(depth[i] for i in keep)
-    texts = {i: names[i] if i == 0 else f"{names[i]}\n{score_arr[i]:.2f}" for i in keep}
+    shown = token_labels(names)  # as words: "▁dog" -> "dog"
+    texts = {i: shown[i] if i == 0 else f"{shown[i]}\n{score_arr[i]:.2f}" for i in keep}
     col_in = max(_width_in(line, _MIN_PT) for t in texts.values() for line in t.split("\n")) + 0.2
     per_row = int(steps_per_row) if steps_per_row is not None else max(2, int((_MAX_WIDTH_IN - 0.3) // col_in))
     if steps + 1 <= per_row:

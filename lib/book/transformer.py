@@ -22,6 +22,7 @@ from ..cost import median_ms
 from ..data import collate, encode_pairs
 from ..plots import plot_curves
 from ..special_tokens import BOS_ID, EOS_ID, PAD_ID
+from ..token_labels import token_labels
 from ..training import label_smoothed_cross_entropy, noam_lr
 from ..transformer import EncoderLayer
 
@@ -401,8 +402,9 @@ def sentence_walk(run, pair: tuple[str, str], prefix: int = 3, layer: int = 0, t
     model, tok = run.model, run.tokenizer
     batch = collate(encode_pairs([pair], tok), PAD_ID, BOS_ID, EOS_ID)
     src, tgt = batch.src, batch.tgt_in[:, :prefix]
-    src_tokens = [tok.id_to_token(i) for i in src[0].tolist()]
-    tgt_tokens = [tok.id_to_token(i) for i in tgt[0].tolist()]
+    # labelled as words, as the explorer labels them: "▁Hund" -> "Hund"
+    src_tokens = token_labels(tok.id_to_token(i) for i in src[0].tolist())
+    tgt_tokens = token_labels(tok.id_to_token(i) for i in tgt[0].tolist())
     scale = math.sqrt(model.config.d_model)
     stages = []
     with torch.no_grad():
@@ -458,7 +460,7 @@ def sentence_walk(run, pair: tuple[str, str], prefix: int = 3, layer: int = 0, t
     )
     stages.append(_vectors("decoder output (final LayerNorm)", y, tgt_tokens, "one vector per target position"))
     p, ids = probs[0, -1].topk(top_k)
-    top = [tok.id_to_token(i) for i in ids.tolist()]
+    top = token_labels(tok.id_to_token(i) for i in ids.tolist())
     listed = ", ".join(f"{t} {v:.2f}" for t, v in zip(top, p.tolist()))
     stages.append(
         WalkStage(
