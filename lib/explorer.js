@@ -111,11 +111,13 @@ const WORD_PIECE = /^[\p{L}\p{N}]/u;
 /**
  * How a token is shown: a word's first piece without the word-start mark ("▁Hund" → "Hund", a lone "▁" → "␣"),
  * and, where the tokens mark word starts (`metaspace`), a piece that continues a word with a leading hyphen
- * ("ing" → "-ing"); punctuation and special tokens ("." "</s>") as they are.
+ * ("ing" → "-ing"); punctuation and special tokens ("." "</s>") as they are. lib/token_labels.py labels the
+ * book's figures by the same rule (a test holds the two to each other).
  */
 export function tokenLabel(token, metaspace = true) {
   if (token.startsWith(WORD_START)) return token.length > 1 ? token.slice(1).replaceAll(WORD_START, " ") : "␣";
-  return metaspace && WORD_PIECE.test(token) ? `-${token}` : token.replaceAll(WORD_START, " ");
+  const shown = token.replaceAll(WORD_START, " ");
+  return metaspace && WORD_PIECE.test(token) ? `-${shown}` : shown;
 }
 
 /** Whether a sentence's tokens mark word starts (the book's tokenizer does), so that continuations are marked. */

@@ -39,13 +39,12 @@ def token_label(token: str, metaspace: bool = True) -> str:
 
     Returns:
         ``"▁Hund"`` -> ``"Hund"``; a lone ``"▁"`` -> ``"␣"``; ``"maschine"`` -> ``"-maschine"`` (when
-        ``metaspace``); anything else as it is, with any inner ``▁`` shown as a space.
+        ``metaspace``); anything else as it is; an inner ``▁`` is shown as a space.
     """
     if token.startswith(WORD_START):
         return token[1:].replace(WORD_START, " ") if len(token) > 1 else "␣"
-    if metaspace and _starts_a_word_piece(token):
-        return f"-{token}"
-    return token.replace(WORD_START, " ")
+    shown = token.replace(WORD_START, " ")
+    return f"-{shown}" if metaspace and _starts_a_word_piece(token) else shown
 
 
 def token_labels(tokens: Iterable[str], metaspace: bool | None = None) -> list[str]:

@@ -402,9 +402,9 @@ def sentence_walk(run, pair: tuple[str, str], prefix: int = 3, layer: int = 0, t
     model, tok = run.model, run.tokenizer
     batch = collate(encode_pairs([pair], tok), PAD_ID, BOS_ID, EOS_ID)
     src, tgt = batch.src, batch.tgt_in[:, :prefix]
-    # labelled as words, as the explorer labels them: "▁Hund" -> "Hund"
-    src_tokens = token_labels(tok.id_to_token(i) for i in src[0].tolist())
-    tgt_tokens = token_labels(tok.id_to_token(i) for i in tgt[0].tolist())
+    src_tokens = [tok.id_to_token(i) for i in src[0].tolist()]
+    tgt_tokens = [tok.id_to_token(i) for i in tgt[0].tolist()]
+    src_words, tgt_words = token_labels(src_tokens), token_labels(tgt_tokens)  # the captions': "▁Hund" -> "Hund"
     scale = math.sqrt(model.config.d_model)
     stages = []
     with torch.no_grad():
@@ -415,7 +415,7 @@ def sentence_walk(run, pair: tuple[str, str], prefix: int = 3, layer: int = 0, t
         mask = model.source_mask(src)  # (1, 1, 1, seq_s), True = real token
         for i, enc in enumerate(model.encoder.layers):
             x, _ = enc(x, mask)
-            stages.append(_vectors(f"encoder layer {i + 1}", x, src_tokens, "the same shape, new values"))
+            stages.append(_vectors(f"encoder layer {i}", x, src_tokens, "the same shape, new values"))
         memory = model.encoder.norm(x)
         stages.append(_vectors("memory (final LayerNorm)", memory, src_tokens, "what cross-attention reads"))
         y = model.positional(model.tgt_embed(tgt) * scale)  # (1, prefix, d_model)
@@ -429,39 +429,39 @@ def sentence_walk(run, pair: tuple[str, str], prefix: int = 3, layer: int = 0, t
         probs = torch.softmax(model.output(y), dim=-1)  # (1, prefix, vocab)
     w_self, w_cross = kept
     self_avg = w_self[0].mean(0).numpy()  # (prefix, prefix), the heads' average
-    last = tgt_tokens[-1]
+    last = tgt_words[-1]
     row = ", ".join(f"{a:.2f}" for a in self_avg[-1])
     stages.append(
         WalkStage(
-            f"decoder layer {layer + 1}: masked self-attention",
+            f"decoder layer {layer}: masked self-attention",
             tuple(w_self.shape),
             self_avg,
             tgt_tokens,
             tgt_tokens,
             f"weights averaged over the {w_self.size(1)} heads; row {last}: [{row}]; above the diagonal 0 (causal)",
-            f"decoder layer {layer + 1}, masked self-attention: {prefix} × {prefix} weights (the heads' average), "
+            f"decoder layer {layer}, masked self-attention: {prefix} × {prefix} weights (the heads' average), "
             f"0 above the diagonal; row {last} = [{row}]",
         )
     )
     cross = w_cross[0, :, -1].numpy()  # (heads, seq_s): the last query's weights
-    peaks = [src_tokens[j] for j in cross.argmax(-1)]
+    peaks = [src_words[j] for j in cross.argmax(-1)]
     stages.append(
         WalkStage(
-            f"decoder layer {layer + 1}: cross-attention over the memory",
+            f"decoder layer {layer}: cross-attention over the memory",
             tuple(w_cross.shape),
             cross,
-            [f"head {h + 1}" for h in range(cross.shape[0])],
+            [f"head {h}" for h in range(cross.shape[0])],
             src_tokens,
             f"query {last}: each head's weights over the {len(src_tokens)} source tokens; "
             f"largest on {', '.join(peaks)}",
-            f"decoder layer {layer + 1}, cross-attention: the {cross.shape[0]} heads' weights from {last} over the "
+            f"decoder layer {layer}, cross-attention: the {cross.shape[0]} heads' weights from {last} over the "
             f"{len(src_tokens)} source tokens, largest on {', '.join(peaks)}",
         )
     )
     stages.append(_vectors("decoder output (final LayerNorm)", y, tgt_tokens, "one vector per target position"))
     p, ids = probs[0, -1].topk(top_k)
-    top = token_labels(tok.id_to_token(i) for i in ids.tolist())
-    listed = ", ".join(f"{t} {v:.2f}" for t, v in zip(top, p.tolist()))
+    top = [tok.id_to_token(i) for i in ids.tolist()]
+    listed = ", ".join(f"{t} {v:.2f}" for t, v in zip(token_labels(top), p.tolist()))
     stages.append(
         WalkStage(
             f"output softmax after {last}",
@@ -469,8 +469,8 @@ def sentence_walk(run, pair: tuple[str, str], prefix: int = 3, layer: int = 0, t
             p.numpy(),
             top,
             None,
-            f"the next token after {' '.join(tgt_tokens)}: {listed}",
-            f"output softmax: the next token after {' '.join(tgt_tokens)}, {top_k} most likely of "
+            f"the next token after {' '.join(tgt_words)}: {listed}",
+            f"output softmax: the next token after {' '.join(tgt_words)}, {top_k} most likely of "
             f"{probs.size(-1)}: {listed}",
         )
     )
@@ -504,7 +504,7 @@ def walk_figure(stages: Sequence[WalkStage], index: int) -> Figure:
     if s.values.ndim == 1:  # the softmax: bars of probability
         bars = ax.bar(range(len(s.rows)), s.values, color="#440154")
         ax.bar_label(bars, labels=[f"{v:.2f}" for v in s.values], fontsize=10)
-        ax.set_xticks(range(len(s.rows)), s.rows, fontsize=10)
+        ax.set_xticks(range(len(s.rows)), token_labels(s.rows), fontsize=10)  # tokens as words
         ax.set_ylim(0, 1)
         ax.set_ylabel("probability")
     else:
@@ -518,9 +518,9 @@ def walk_figure(stages: Sequence[WalkStage], index: int) -> Figure:
             aspect="auto",
             interpolation="nearest",
         )
-        ax.set_yticks(range(len(s.rows)), s.rows, fontsize=10)
+        ax.set_yticks(range(len(s.rows)), token_labels(s.rows), fontsize=10)  # tokens as words
         if weights:
-            ax.set_xticks(range(len(s.columns)), s.columns, fontsize=9)  # 10 source tokens side by side
+            ax.set_xticks(range(len(s.columns)), token_labels(s.columns), fontsize=9)  # 10 source tokens side by side
         else:
             ax.set_xlabel("feature (0 … d_model − 1)")
         fig.colorbar(im, ax=ax, fraction=0.04, pad=0.01)

@@ -30,6 +30,7 @@ import urllib.parse
 import pytest
 
 from lib.data import load_multi30k
+from lib.token_labels import WORD_START, token_label
 
 from .conftest import ROOT, SCREENSHOTS, SITE
 
@@ -84,16 +85,9 @@ def drawn_map(view) -> list[list[float]]:
     return grid
 
 
-WORD_START = "\u2581"  # SentencePiece's word-start mark, which the explorer does not show
-
-
-def shown(token: str, metaspace: bool = True) -> str:
-    """A token as the explorer labels it (lib/explorer.js, tokenLabel): ``▁Hund`` -> ``Hund``, ``ing`` -> ``-ing``."""
-    if token.startswith(WORD_START):
-        return token[1:].replace(WORD_START, " ") if len(token) > 1 else "␣"
-    if metaspace and token[:1].isalnum():
-        return "-" + token
-    return token.replace(WORD_START, " ")
+# The explorer labels tokens as lib's figures do (lib/explorer.js tokenLabel = lib.token_labels.token_label, held to
+# each other by tests/unit/test_token_labels.py): "▁Hund" -> "Hund", "ing" -> "-ing"; no SentencePiece mark shows.
+shown = token_label
 
 
 def tokens(sentence: dict, kind: str) -> tuple[list[str], list[str]]:
